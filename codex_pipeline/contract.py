@@ -1,0 +1,105 @@
+"""The chunk contract: the seed's 14 fields, the chunk types and the Parquet schema.
+
+Every dataset's ``<dataset>_chunks`` table has exactly these columns, in this order.
+The first 14 are the seed's schema table and are never dropped or renamed; the rest
+are Codex additions.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import pyarrow as pa
+
+MAX_CHUNK_TOKENS = 1500
+TARGET_MIN_TOKENS = 300
+TARGET_MAX_TOKENS = 800
+
+
+class ChunkType(str, Enum):
+    """Seed chunk types; later datasets add members here (the enum is the registry)."""
+
+    EVENT = "event"
+    RECORD_VIEW = "record_view"
+    AGENDA_ITEM = "agenda_item"
+    SPEAKER_TURN = "speaker_turn"
+    CONDITION = "condition"
+    CONTINGENCY = "contingency"
+    PERMIT_SUMMARY = "permit_summary"
+    PERMIT_SCOPE_SECTION = "permit_scope_section"
+    OSHA_CASE_SUMMARY = "osha_case_summary"
+    OSHA_CITATION = "osha_citation"
+    NARRATIVE_WINDOW = "narrative_window"
+
+
+CHUNK_TYPES: frozenset[str] = frozenset(t.value for t in ChunkType)
+
+SEED_FIELDS: tuple[str, ...] = (
+    "chunk_id",
+    "doc_id",
+    "section_id",
+    "chunk_text",
+    "chunk_type",
+    "token_count",
+    "char_count",
+    "seq_index",
+    "parent_chunk_id",
+    "evidence_anchor",
+    "embedding_model",
+    "embedding_version",
+    "chunked_at",
+    "chunking_version",
+)
+
+CHUNK_SCHEMA = pa.schema(
+    [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("section_id", pa.string(), nullable=False),
+        pa.field("chunk_text", pa.large_string(), nullable=False),
+        pa.field("chunk_type", pa.string(), nullable=False),
+        pa.field("token_count", pa.int32(), nullable=False),
+        pa.field("char_count", pa.int32(), nullable=False),
+        pa.field("seq_index", pa.int32(), nullable=False),
+        pa.field("parent_chunk_id", pa.string(), nullable=True),
+        pa.field("evidence_anchor", pa.string(), nullable=False),  # JSON text
+        pa.field("embedding_model", pa.string(), nullable=True),  # set by the embeddings view
+        pa.field("embedding_version", pa.string(), nullable=True),
+        pa.field("chunked_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("chunking_version", pa.string(), nullable=False),
+        # Codex additions
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("partition_date", pa.date32(), nullable=False),
+        pa.field("locator", pa.string(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=False),
+        pa.field("metadata", pa.string(), nullable=True),  # JSON: header path, speaker, …
+    ]
+)
+
+REJECT_SCHEMA = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("partition_date", pa.date32(), nullable=False),
+        pa.field("stage", pa.string(), nullable=False),  # ingest | chunk
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("record_ref", pa.string(), nullable=True),  # line number, record id, …
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("excerpt", pa.string(), nullable=True),  # first bytes of the bad input
+        pa.field("rejected_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)
+
+RAW_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("record_id", pa.string(), nullable=False),
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("partition_date", pa.date32(), nullable=False),
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("title", pa.string(), nullable=True),
+        pa.field("canonical_text", pa.large_string(), nullable=False),  # offsets point here
+        pa.field("payload", pa.large_string(), nullable=True),  # validated record as JSON
+        pa.field("xpaths", pa.string(), nullable=True),  # JSON [[offset, xpath], …] for HTML
+        pa.field("content_hash", pa.string(), nullable=False),
+    ]
+)

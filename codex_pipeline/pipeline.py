@@ -1,0 +1,113 @@
+"""The per-partition steps of a dataset, as plain functions over Arrow tables.
+
+The Dagster assets call these; so do the CLI, benchmarks and tests, which is why
+nothing here imports Dagster.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from .contract import RAW_SCHEMA, REJECT_SCHEMA
+from .documents import Reject, SourceDocument
+from .ids import content_hash
+from .registry import DatasetSpec
+from .rows import ChunkRun, RowBuffer
+
+
+@dataclass
+class StepOutput:
+    table: pa.Table
+    rejects: pa.Table
+    documents: int
+
+
+def rejects_table(dataset: str, day: dt.date, rejects: Iterable[Reject]) -> pa.Table:
+    now = dt.datetime.now(dt.timezone.utc)
+    rows = [
+        {
+            "dataset": dataset,
+            "partition_date": day,
+            "stage": r.stage,
+            "source_file": r.source_file,
+            "record_ref": r.record_ref,
+            "reason": r.reason,
+            "excerpt": (r.excerpt or None) and r.excerpt[:500],
+            "rejected_at": now,
+        }
+        for r in rejects
+    ]
+    return pa.Table.from_pylist(rows, schema=REJECT_SCHEMA)
+
+
+def ingest(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], rejects: list[Reject]) -> StepOutput:
+    """Documents from a landing day as the ``raw`` table (duplicates become rejects)."""
+    seen: set[str] = set()
+    rows, rejected = [], list(rejects)
+    for doc in documents:
+        if doc.doc_id in seen:
+            rejected.append(Reject(doc.source_file, f"duplicate record id {doc.record_id!r} in this partition", doc.record_id))
+            continue
+        seen.add(doc.doc_id)
+        rows.append(
+            {
+                "doc_id": doc.doc_id,
+                "record_id": doc.record_id,
+                "dataset": spec.name,
+                "partition_date": day,
+                "source_file": doc.source_file,
+                "title": doc.title,
+                "canonical_text": doc.text,
+                "payload": json.dumps(doc.payload, ensure_ascii=False, sort_keys=True, default=str)
+                if doc.payload is not None
+                else None,
+                "xpaths": json.dumps(doc.xpaths) if doc.xpaths else None,
+                "content_hash": content_hash(doc.text),
+            }
+        )
+    return StepOutput(pa.Table.from_pylist(rows, schema=RAW_SCHEMA), rejects_table(spec.name, day, rejected), len(rows))
+
+
+def documents_from_raw(raw: pa.Table) -> list[SourceDocument]:
+    """Rebuild the documents a ``raw`` partition holds."""
+    docs = []
+    for r in raw.to_pylist():
+        docs.append(
+            SourceDocument(
+                doc_id=r["doc_id"],
+                record_id=r["record_id"],
+                text=r["canonical_text"],
+                source_file=r["source_file"],
+                title=r["title"],
+                payload=json.loads(r["payload"]) if r["payload"] else None,
+                xpaths=tuple((o, x) for o, x in json.loads(r["xpaths"])) if r["xpaths"] else (),
+            )
+        )
+    return docs
+
+
+def chunk(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], chunked_at: dt.datetime | None = None) -> StepOutput:
+    """Chunk every document; a document the chunker fails on becomes a reject."""
+    if spec.chunker is None:
+        raise ValueError(f"dataset {spec.name!r} is not chunked")
+    run = ChunkRun(spec.name, day, spec.chunking_version, chunked_at or dt.datetime.now(dt.timezone.utc))
+    buf = RowBuffer(run)
+    rejects: list[Reject] = []
+    ok = 0
+    for doc in documents:
+        try:
+            drafts = spec.chunker(doc)
+        except Exception as exc:  # noqa: BLE001 - one bad record must not sink the partition
+            rejects.append(Reject(doc.source_file, f"chunker failed: {type(exc).__name__}: {exc}", doc.record_id, stage="chunk"))
+            continue
+        if not drafts:
+            rejects.append(Reject(doc.source_file, "chunker produced no chunks", doc.record_id, stage="chunk"))
+            continue
+        buf.add_document(doc, drafts)
+        ok += 1
+    return StepOutput(buf.to_table(), rejects_table(spec.name, day, rejects), ok)

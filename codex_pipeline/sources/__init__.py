@@ -1,0 +1,1 @@
+"""Readers that turn a landing day folder into validated documents and rejects."""

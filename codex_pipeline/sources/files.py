@@ -1,0 +1,42 @@
+"""Reading landing files safely: every failure becomes a reject that names the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..documents import Reject
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+def landing_files(day_dir: Path) -> list[Path]:
+    """All regular files under a landing day folder, in a stable order."""
+    if not day_dir.is_dir():
+        return []
+    return sorted(p for p in day_dir.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str | Reject:
+    """Decode a landing file as strict UTF-8 with newlines normalized to ``\\n``.
+
+    The returned string is the file's canonical text: offsets in chunk anchors index
+    into it. Anything that cannot be read exactly is returned as a :class:`Reject`.
+    """
+    rel = path.relative_to(day_dir).as_posix()
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            return Reject(rel, f"file is {size} bytes, over the {max_bytes}-byte limit")
+        data = path.read_bytes()
+    except OSError as exc:
+        return Reject(rel, f"unreadable file: {exc.strerror or exc}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 8]
+        return Reject(
+            rel,
+            f"invalid UTF-8 at byte {exc.start}: {exc.reason} ({bad!r})",
+            excerpt=data[max(0, exc.start - 40) : exc.start].decode("utf-8", "replace"),
+        )
+    return text.replace("\r\n", "\n").replace("\r", "\n")

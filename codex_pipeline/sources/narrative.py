@@ -1,0 +1,50 @@
+"""The ``narrative`` landing format: plain text and HTML pages, one document per file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..documents import LoadResult, Reject, SourceDocument
+from ..ids import make_doc_id
+from .files import landing_files, read_text
+from .html_text import html_to_text
+
+DATASET = "narrative"
+TEXT_SUFFIXES = {".txt", ".text"}
+HTML_SUFFIXES = {".html", ".htm"}
+
+
+def load_narrative_day(day_dir: Path) -> LoadResult:
+    """Read every ``.txt``/``.html`` file of one landing day; other files are rejected."""
+    result = LoadResult()
+    for path in landing_files(day_dir):
+        rel = path.relative_to(day_dir).as_posix()
+        suffix = path.suffix.lower()
+        if suffix not in TEXT_SUFFIXES | HTML_SUFFIXES:
+            result.rejects.append(
+                Reject(rel, f"unsupported file type {suffix or '(none)'!r}: narrative takes .txt and .html")
+            )
+            continue
+        raw = read_text(path, day_dir)
+        if isinstance(raw, Reject):
+            result.rejects.append(raw)
+            continue
+        title, xpaths, text = None, (), raw
+        if suffix in HTML_SUFFIXES:
+            text, xpaths = html_to_text(raw)
+            if xpaths and xpaths[0][1].endswith("/title[1]"):
+                title = text.split("\n", 1)[0]
+        if not text.strip():
+            result.rejects.append(Reject(rel, "empty document: no text after extraction"))
+            continue
+        result.documents.append(
+            SourceDocument(
+                doc_id=make_doc_id(DATASET, rel),
+                record_id=rel,
+                text=text,
+                source_file=rel,
+                title=title or path.stem.replace("-", " "),
+                xpaths=xpaths,
+            )
+        )
+    return result

@@ -1,0 +1,194 @@
+"""Splitting primitives every chunker reuses: token windows and the bounded split.
+
+Both work on a :class:`TokenizedText` (the document encoded once) and return spans
+``(start, end, token_count)`` into the document's text, so ``text[start:end]`` is
+the chunk and the count is exact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .contract import MAX_CHUNK_TOKENS, TARGET_MAX_TOKENS
+from .tokens import TokenizedText, encoding
+
+WINDOW_TOKENS = 600
+WINDOW_OVERLAP = 50
+
+
+@dataclass(frozen=True)
+class Span:
+    """A verbatim slice ``text[start:end]`` with its exact token count."""
+
+    start: int
+    end: int
+    tokens: int
+
+
+def token_windows(
+    tt: TokenizedText, window: int = WINDOW_TOKENS, overlap: int = WINDOW_OVERLAP
+) -> list[Span]:
+    """Sliding windows of at most ``window`` tokens overlapping by about ``overlap``.
+
+    Window edges snap to safe token boundaries (before a space-led word or after a
+    newline), so a window never cuts a word or a multi-byte character and its count
+    comes from the single encoding of the document. Text with no such boundary for a
+    whole window (long runs without spaces, e.g. CJK) is cut at the nearest token
+    boundary that falls between characters and that window is encoded on its own.
+    """
+    if window <= 0 or not 0 <= overlap < window:
+        raise ValueError(f"need window > 0 and 0 <= overlap < window, got {window}/{overlap}")
+    n = len(tt)
+    if n == 0:
+        return []
+    safe = tt.safe_token_indices()
+    on_char = np.flatnonzero(tt.on_char)
+    spans: list[Span] = []
+    s = 0
+    while True:
+        cs = tt.char_at_token(s)
+        if n - s <= window:
+            spans.append(Span(cs, len(tt.text), tt.count(cs, len(tt.text))))
+            return spans
+        limit = s + window
+        e = int(safe[np.searchsorted(safe, limit, side="right") - 1])
+        if e <= s:  # no safe boundary inside the window
+            e = int(on_char[np.searchsorted(on_char, limit, side="right") - 1])
+            if e <= s:
+                e = limit
+        ce = tt.char_at_token(e)
+        spans.append(Span(cs, ce, tt.count(cs, ce)))
+        s = _next_start(safe, s, e, e - overlap) if overlap else e
+
+
+def _next_start(safe: np.ndarray, s: int, e: int, target: int) -> int:
+    """The safe boundary nearest ``target`` strictly inside ``(s, e]``."""
+    k = int(np.searchsorted(safe, target))
+    best = e
+    for cand in (k - 1, k):
+        if 0 <= cand < len(safe) and s < safe[cand] <= e:
+            if abs(int(safe[cand]) - target) < abs(best - target):
+                best = int(safe[cand])
+    return best
+
+
+# Boundary levels of the bounded split, coarsest first.
+_LEVELS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\n[ \t]*\n\s*"),  # paragraph
+    re.compile(r"\n\s*"),  # line
+    re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+"),  # sentence
+    re.compile(r"(?<=[,;:—–])\s+"),  # clause
+    re.compile(r"\s+"),  # word
+)
+
+
+def bounded_split(
+    tt: TokenizedText,
+    start: int = 0,
+    end: int | None = None,
+    cap: int = MAX_CHUNK_TOKENS,
+    target_max: int = TARGET_MAX_TOKENS,
+) -> list[Span]:
+    """Split ``text[start:end]`` into pieces of at most ``cap`` tokens.
+
+    A span within the cap is returned whole. Otherwise it is cut at paragraph, then
+    line, sentence, clause and word boundaries, packing neighbouring units up to
+    ``target_max`` tokens; only a single word longer than that is cut between tokens.
+    Pieces are trimmed of surrounding whitespace, so nothing but whitespace between
+    pieces is left out. Packing uses token positions from the single encoding; each
+    final piece is counted exactly once.
+    """
+    end = len(tt.text) if end is None else end
+    exact = tt.count(start, end)
+    if exact <= cap:
+        return [Span(start, end, exact)]
+    splitter = _Splitter(tt, target_max)
+    out: list[Span] = []
+    for s, e in splitter.split(*_trim(tt.text, start, end), level=0):
+        n = tt.count(s, e)
+        if n > cap:  # approximate packing missed by a few tokens: cut this piece by tokens
+            for s2, e2 in splitter.token_cuts(s, e, cap):
+                out.append(Span(s2, e2, tt.count(s2, e2)))
+        else:
+            out.append(Span(s, e, n))
+    return out
+
+
+def _trim(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+class _Splitter:
+    def __init__(self, tt: TokenizedText, target_max: int) -> None:
+        self.tt = tt
+        self.text = tt.text
+        self.target = target_max
+
+    def approx(self, s: int, e: int) -> int:
+        starts = self.tt.char_starts
+        return int(np.searchsorted(starts, e) - np.searchsorted(starts, s))
+
+    def split(self, s: int, e: int, level: int) -> list[tuple[int, int]]:
+        if s >= e:
+            return []
+        if self.approx(s, e) <= self.target:
+            return [(s, e)]
+        if level >= len(_LEVELS):
+            return self.token_cuts(s, e, self.target)
+        units = self.units(s, e, _LEVELS[level])
+        if len(units) <= 1:
+            return self.split(s, e, level + 1)
+        out: list[tuple[int, int]] = []
+        cur: tuple[int, int] | None = None
+        for us, ue in units:
+            if self.approx(us, ue) > self.target:
+                if cur:
+                    out.append(cur)
+                    cur = None
+                out.extend(self.split(us, ue, level + 1))
+            elif cur and self.approx(cur[0], ue) <= self.target:
+                cur = (cur[0], ue)
+            else:
+                if cur:
+                    out.append(cur)
+                cur = (us, ue)
+        if cur:
+            out.append(cur)
+        return out
+
+    def units(self, s: int, e: int, sep: re.Pattern[str]) -> list[tuple[int, int]]:
+        units, pos = [], s
+        for m in sep.finditer(self.text, s, e):
+            if m.start() > pos:
+                units.append(_trim(self.text, pos, m.start()))
+            pos = m.end()
+        if pos < e:
+            units.append(_trim(self.text, pos, e))
+        return [u for u in units if u[0] < u[1]]
+
+    def token_cuts(self, s: int, e: int, size: int) -> list[tuple[int, int]]:
+        """Cut between tokens that fall between characters, ``size`` tokens apart."""
+        tt = self.tt
+        on_char = np.flatnonzero(tt.on_char)
+        i0 = int(np.searchsorted(tt.char_starts, s))
+        i1 = int(np.searchsorted(tt.char_starts, e))
+        cuts, i = [s], i0
+        while i1 - i > size:
+            k = int(np.searchsorted(on_char, i + size, side="right") - 1)
+            j = int(on_char[k]) if k >= 0 and on_char[k] > i else i + size
+            cuts.append(tt.char_at_token(j))
+            i = j
+        cuts.append(e)
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if a < b]
+
+
+def single_encode_check(text: str) -> int:
+    """Token count of ``text`` encoded on its own (used by tests as the oracle)."""
+    return len(encoding().encode_ordinary(text))

@@ -1,0 +1,183 @@
+"""Where Codex keeps its data: partitioned Parquet files and the DuckDB catalog.
+
+Layout under the data directory (``$CODEX_DATA_DIR``, default ``./data`` in the
+checkout)::
+
+    landing/<dataset>/<YYYY-MM-DD>/…                 input files users drop in
+    warehouse/<dataset>/<table>/<YYYY-MM-DD>[.<part>].parquet
+    codex_catalog.duckdb                             views `codex.<dataset>_<table>`
+
+Each (dataset, table, day) file is written to a temp file and renamed, so parallel
+backfills never share a file and a crash never leaves half a partition visible.
+The DuckDB file only holds views over the Parquet globs; it is written rarely
+(when a view is missing), under a file lock, and opened read-only everywhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DATA_DIR_ENV = "CODEX_DATA_DIR"
+CATALOG_FILE = "codex_catalog.duckdb"  # not codex.duckdb: that name collides with schema `codex`
+SCHEMA = "codex"
+
+
+def default_data_dir() -> Path:
+    """``$CODEX_DATA_DIR``, else ``data/`` in the checkout (or the working directory)."""
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    checkout = Path(__file__).resolve().parents[1]
+    base = checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
+    return base / "data"
+
+
+class Warehouse:
+    """Paths and atomic Parquet I/O under one data directory."""
+
+    def __init__(self, data_dir: Path | str | None = None) -> None:
+        self.root = Path(data_dir).expanduser().resolve() if data_dir else default_data_dir()
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.root / CATALOG_FILE
+
+    def landing_dir(self, dataset: str, day: dt.date) -> Path:
+        return self.root / "landing" / dataset / day.isoformat()
+
+    def table_dir(self, dataset: str, table: str) -> Path:
+        return self.root / "warehouse" / dataset / table
+
+    def partition_path(self, dataset: str, table: str, day: dt.date, part: str | None = None) -> Path:
+        name = day.isoformat() + (f".{part}" if part else "") + ".parquet"
+        return self.table_dir(dataset, table) / name
+
+    def write(self, table: pa.Table, dataset: str, name: str, day: dt.date, part: str | None = None) -> Path:
+        """Write one partition atomically (temp file in the same folder, then rename)."""
+        path = self.partition_path(dataset, name, day, part)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        return path
+
+    def remove(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.partition_path(dataset, name, day, part).unlink()
+
+    def read(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> pa.Table:
+        path = self.partition_path(dataset, name, day, part)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"no {dataset}/{name} partition for {day}: {path} is missing (materialize it first)"
+            )
+        return pq.read_table(path)
+
+    def glob(self, dataset: str, name: str) -> str:
+        return (self.table_dir(dataset, name) / "*.parquet").as_posix()
+
+    def has_files(self, dataset: str, name: str) -> bool:
+        d = self.table_dir(dataset, name)
+        return d.is_dir() and any(d.glob("*.parquet"))
+
+
+def view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
+    path = warehouse.glob(dataset, table).replace("'", "''")
+    return (
+        f"CREATE OR REPLACE VIEW {SCHEMA}.{dataset}_{table} AS "
+        f"SELECT * FROM read_parquet('{path}', union_by_name = true)"
+    )
+
+
+class CatalogBusy(RuntimeError):
+    """The DuckDB file stayed locked by another process for the whole wait."""
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + wait_s
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                if "lock" in str(exc).lower():
+                    raise CatalogBusy(f"{path} is locked by another process: {exc}") from exc
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+def connect_catalog(warehouse: Warehouse, read_only: bool = True, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
+    """Open the catalog; read-only unless asked, retrying while another process writes."""
+    if read_only and not warehouse.catalog_path.exists():
+        with _file_lock(warehouse.catalog_path):
+            if not warehouse.catalog_path.exists():
+                _connect(warehouse.catalog_path, False, wait_s).close()
+    return _connect(warehouse.catalog_path, read_only, wait_s)
+
+
+def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]], wait_s: float = 60.0) -> list[str]:
+    """Make sure ``codex.<dataset>_<table>`` exists for each (dataset, table) with files.
+
+    Views read Parquet globs, so new partitions show up without touching the DuckDB
+    file: it is written only when a view is missing or its definition changed, one
+    process at a time. Returns the names of the views created.
+    """
+    wanted = {f"{d}_{t}": view_sql(warehouse, d, t) for d, t in views if warehouse.has_files(d, t)}
+    if not wanted:
+        return []
+    with _file_lock(warehouse.catalog_path):
+        existing: dict[str, str] = {}
+        if warehouse.catalog_path.exists():
+            con = _connect(warehouse.catalog_path, True, wait_s)
+            try:
+                for name, sql in con.execute(
+                    "SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ?", [SCHEMA]
+                ).fetchall():
+                    existing[name] = sql
+            finally:
+                con.close()
+        missing = {n: s for n, s in wanted.items() if n not in existing or _path_of(s) not in existing[n]}
+        if not missing:
+            return []
+        con = _connect(warehouse.catalog_path, False, wait_s)
+        try:
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            for sql in missing.values():
+                con.execute(sql)
+        finally:
+            con.close()
+        return sorted(missing)
+
+
+def _path_of(sql: str) -> str:
+    return sql.split("read_parquet('", 1)[1].split("'", 1)[0]
