@@ -1,0 +1,146 @@
+"""`codex` command line: run the pipeline through Dagster, query the catalog."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from .registry import DATASETS
+from .sample_data import install_sample_landing, sample_days
+from .storage import Warehouse, connect_catalog
+
+EXAMPLE_SQL = """\
+-- the seed's parent-child query: fetch a hit's parent chunk
+WITH hit AS (
+  SELECT chunk_id, doc_id, parent_chunk_id, chunk_text
+  FROM codex.{dataset}_chunks
+  WHERE chunk_id = '{hit}'
+)
+SELECT parent.chunk_id, left(parent.chunk_text, 120) AS parent_text
+FROM hit
+JOIN codex.{dataset}_chunks parent
+  ON parent.chunk_id = hit.parent_chunk_id"""
+
+COUNTS_SQL = """\
+SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
+       median(token_count)::INT AS p50_tokens, max(token_count) AS max_tokens
+FROM codex.{dataset}_chunks GROUP BY chunk_type ORDER BY chunk_type"""
+
+
+def _print_rows(con, sql: str) -> None:
+    cur = con.execute(sql)
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(cols)]
+    print("  " + "  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+    if not rows:
+        print("  (no rows)")
+
+
+def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
+    """Materialize every asset for each day through Dagster, on the local instance."""
+    import dagster as dg
+
+    from .defs import defs
+
+    if data_dir:
+        os.environ["CODEX_DATA_DIR"] = data_dir
+    job = defs.resolve_job_def("codex_all")
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    ok = True
+    for i, day in enumerate(days, 1):
+        t0 = time.perf_counter()
+        print(f"[{i}/{len(days)}] materializing partition {day} ...", flush=True)
+        result = job.execute_in_process(
+            partition_key=day,
+            instance=instance,
+            raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        )
+        status = "ok" if result.success else "FAILED"
+        print(f"[{i}/{len(days)}] {day}: {status} in {time.perf_counter() - t0:.1f}s (run {result.run_id[:8]})", flush=True)
+        ok &= result.success
+    return ok
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    wh = Warehouse(args.data_dir)
+    copied = install_sample_landing(wh)
+    print(f"data dir: {wh.root} ({len(copied)} sample landing folders installed)")
+    days = args.days or sample_days()
+    ok = run_days(days, str(wh.root))
+    con = connect_catalog(wh, read_only=True)
+    try:
+        for spec in DATASETS:
+            if not spec.chunked or not wh.has_files(spec.name, "chunks"):
+                continue
+            print(f"\ncodex.{spec.name}_chunks:")
+            _print_rows(con, COUNTS_SQL.format(dataset=spec.name))
+        rejects = [s.name for s in DATASETS if wh.has_files(s.name, "rejects")]
+        if rejects:
+            print("\nrejected inputs (codex.<dataset>_rejects):")
+            _print_rows(con, " UNION ALL ".join(
+                f"SELECT '{n}' AS dataset, count(*) AS rejects FROM codex.{n}_rejects" for n in rejects))
+        hit = con.execute(
+            "SELECT dataset, chunk_id FROM ("
+            + " UNION ALL ".join(
+                f"SELECT '{s.name}' AS dataset, chunk_id, parent_chunk_id FROM codex.{s.name}_chunks"
+                for s in DATASETS if s.chunked and wh.has_files(s.name, "chunks"))
+            + ") WHERE parent_chunk_id IS NOT NULL LIMIT 1"
+        ).fetchall() if any(s.chunked and wh.has_files(s.name, "chunks") for s in DATASETS) else []
+        if hit:
+            sql = EXAMPLE_SQL.format(dataset=hit[0][0], hit=hit[0][1])
+            print(f"\nexample query on {wh.catalog_path}:\n{sql}")
+            _print_rows(con, sql)
+        else:
+            first = next(s.name for s in DATASETS if s.chunked)
+            sql = (f"SELECT doc_id, count(*) AS chunks, sum(token_count) AS tokens "
+                   f"FROM codex.{first}_chunks GROUP BY doc_id ORDER BY doc_id")
+            print(f"\nexample query on {wh.catalog_path}:\n{sql}")
+            _print_rows(con, sql)
+    finally:
+        con.close()
+    return 0 if ok else 1
+
+
+def cmd_materialize(args: argparse.Namespace) -> int:
+    return 0 if run_days(args.days, args.data_dir) else 1
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    con = connect_catalog(Warehouse(args.data_dir), read_only=True)
+    try:
+        _print_rows(con, args.sql)
+    finally:
+        con.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="codex", description=__doc__)
+    p.add_argument("--data-dir", default=None, help="data directory (default: $CODEX_DATA_DIR or ./data)")
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="install the sample landing data, run every asset for the sample days, show results")
+    d.add_argument("--days", nargs="*", help="partition days (default: all sample days)")
+    d.set_defaults(func=cmd_demo)
+    m = sub.add_parser("materialize", help="run every asset for the given days through Dagster")
+    m.add_argument("days", nargs="+", help="partition days, YYYY-MM-DD")
+    m.set_defaults(func=cmd_materialize)
+    q = sub.add_parser("query", help="run SQL against the DuckDB catalog (read-only)")
+    q.add_argument("sql")
+    q.set_defaults(func=cmd_query)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

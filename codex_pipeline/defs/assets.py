@@ -1,0 +1,142 @@
+"""Asset factory: the registry's datasets become `[dataset, raw]` → `[dataset, chunks]`."""
+
+import datetime as dt
+import json
+
+import dagster as dg
+
+from .. import pipeline
+from ..contract_check import validate_chunks
+from ..registry import DATASETS, DatasetSpec
+from ..stats import chunk_summary, preview_markdown
+from ..storage import ensure_views
+from .partitions import daily_partitions
+from .resources import CodexWarehouse
+
+CONTRACT_CHECK = "chunk_contract"
+
+
+def _day(context: dg.AssetExecutionContext) -> dt.date:
+    return dt.date.fromisoformat(context.partition_key)
+
+
+def _rejects_preview(rejects) -> str:
+    lines = ["| stage | file | record | reason |", "|---|---|---|---|"]
+    for r in rejects.slice(0, 20).to_pylist():
+        reason = r["reason"].replace("|", "\\|")
+        lines.append(f"| {r['stage']} | {r['source_file']} | {r['record_ref'] or ''} | {reason} |")
+    return "\n".join(lines)
+
+
+def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=dg.AssetKey([spec.name, "raw"]),
+        group_name=spec.name,
+        partitions_def=daily_partitions,
+        code_version=spec.source_version,
+        kinds={"parquet", "duckdb"},
+        description=f"{spec.description} Validated records from landing/{spec.name}/<day>/; bad files go to codex.{spec.name}_rejects.",
+        metadata={"dataset": spec.name},
+    )
+    def raw(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> dg.MaterializeResult:
+        wh = warehouse.get()
+        day = _day(context)
+        landing = wh.landing_dir(spec.name, day)
+        loaded = spec.load_day(landing)
+        out = pipeline.ingest(spec, day, loaded.documents, loaded.rejects)
+        path = wh.write(out.table, spec.name, "raw", day)
+        wh.write(out.rejects, spec.name, "rejects", day, part="ingest")
+        created = ensure_views(wh, [(spec.name, "raw"), (spec.name, "rejects")])
+        if out.rejects.num_rows:
+            context.log.warning(f"{out.rejects.num_rows} rejected input(s) in {landing}; see codex.{spec.name}_rejects")
+        return dg.MaterializeResult(
+            metadata={
+                "landing_dir": dg.MetadataValue.path(str(landing)),
+                "documents": out.documents,
+                "rejects": out.rejects.num_rows,
+                "rejects_preview": dg.MetadataValue.md(_rejects_preview(out.rejects)),
+                "path": dg.MetadataValue.path(str(path)),
+                "views_created": created,
+            }
+        )
+
+    return raw
+
+
+def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+    chunks_key = dg.AssetKey([spec.name, "chunks"])
+
+    @dg.asset(
+        key=chunks_key,
+        deps=[dg.AssetKey([spec.name, "raw"])],
+        group_name=spec.name,
+        partitions_def=daily_partitions,
+        code_version=spec.chunking_version,
+        kinds={"parquet", "duckdb"},
+        description=f"Contract-checked chunk rows of {spec.name} (chunking_version {spec.chunking_version}), `codex.{spec.name}_chunks` in DuckDB.",
+        metadata={"dataset": spec.name, "chunking_version": spec.chunking_version},
+        check_specs=[
+            dg.AssetCheckSpec(
+                CONTRACT_CHECK,
+                asset=chunks_key,
+                blocking=True,
+                description="pandera chunk contract: ids, exact cl100k counts, dense seq_index, parents, anchors, 1,500-token cap.",
+            )
+        ],
+    )
+    def chunks(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> dg.MaterializeResult:
+        wh = warehouse.get()
+        day = _day(context)
+        docs = pipeline.documents_from_raw(wh.read(spec.name, "raw", day))
+        out = pipeline.chunk(spec, day, docs)
+        report = validate_chunks(out.table, {d.doc_id: d.text for d in docs})
+        wh.write(out.rejects, spec.name, "rejects", day, part="chunk")
+        if report.passed:
+            path = wh.write(out.table, spec.name, "chunks", day)
+            wh.remove(spec.name, "quarantine", day)
+        else:  # never let a bad partition feed embeddings: keep it aside for inspection
+            wh.remove(spec.name, "chunks", day)
+            path = wh.write(out.table, spec.name, "quarantine", day)
+            context.log.error(f"chunk contract failed for {spec.name} {day}: {report.failed_checks}")
+        created = ensure_views(wh, [(spec.name, "chunks"), (spec.name, "rejects"), (spec.name, "quarantine")])
+        summary = chunk_summary(out.table)
+        return dg.MaterializeResult(
+            metadata={
+                "documents": summary["documents"],
+                "chunks": summary["chunks"],
+                "chunks_by_type": dg.MetadataValue.json(summary["chunks_by_type"]),
+                "tokens_p50": summary["tokens"]["p50"],
+                "tokens_p95": summary["tokens"]["p95"],
+                "tokens_max": summary["tokens"]["max"],
+                "tokens_by_type": dg.MetadataValue.json(summary["tokens_by_type"]),
+                "rejects": out.rejects.num_rows,
+                "preview": dg.MetadataValue.md(preview_markdown(out.table)),
+                "path": dg.MetadataValue.path(str(path)),
+                "chunking_version": spec.chunking_version,
+                "views_created": created,
+            },
+            check_results=[
+                dg.AssetCheckResult(
+                    check_name=CONTRACT_CHECK,
+                    passed=report.passed,
+                    severity=dg.AssetCheckSeverity.ERROR,
+                    metadata={
+                        "rows": report.rows,
+                        "failed_checks": report.failed_checks,
+                        "failures": dg.MetadataValue.json(report.failures),
+                    },
+                )
+            ],
+        )
+
+    return chunks
+
+
+def build_dataset_assets(spec: DatasetSpec) -> list[dg.AssetsDefinition]:
+    assets = [build_raw_asset(spec)]
+    if spec.chunked:
+        assets.append(build_chunks_asset(spec))
+    return assets
+
+
+dataset_assets = [a for spec in DATASETS for a in build_dataset_assets(spec)]
