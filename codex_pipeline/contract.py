@@ -30,6 +30,7 @@ class ChunkType(str, Enum):
     OSHA_CASE_SUMMARY = "osha_case_summary"
     OSHA_CITATION = "osha_citation"
     NARRATIVE_WINDOW = "narrative_window"
+    # -- chunk types added by later datasets go above this line --
 
 
 CHUNK_TYPES: frozenset[str] = frozenset(t.value for t in ChunkType)

@@ -38,6 +38,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         chunker=chunk_narrative,
         chunking_version="1.0",
     ),
+    # -- end of DATASETS: add new entries above this line --
 )
 
 

@@ -139,4 +139,7 @@ def build_dataset_assets(spec: DatasetSpec) -> list[dg.AssetsDefinition]:
     return assets
 
 
-dataset_assets = [a for spec in DATASETS for a in build_dataset_assets(spec)]
+assets_by_dataset: dict[str, list[dg.AssetsDefinition]] = {
+    spec.name: build_dataset_assets(spec) for spec in DATASETS
+}
+dataset_assets = [a for assets in assets_by_dataset.values() for a in assets]

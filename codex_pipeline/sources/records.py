@@ -1,0 +1,258 @@
+"""Structured landing records: JSON Lines / CSV readers and a typed, pandera-validated schema.
+
+Every structured dataset declares its input contract as a :class:`RecordSchema` of
+named, typed :class:`Field` s. Validation runs pandera over all records of a day at
+once with element-wise checks, so one bad record is rejected (with every problem it
+has, by field) while the valid ones still land.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pandera.pandas as pa
+
+from ..documents import Reject
+from .files import landing_files, read_text
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """One record as read from a landing file, before validation."""
+
+    source_file: str
+    ref: str  # "line 12", "row 7": where in the file
+    data: dict[str, Any]
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or v == ""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_date(v: Any) -> bool:
+    try:
+        dt.date.fromisoformat(v)
+        return isinstance(v, str) and len(v) == 10
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_datetime(v: Any) -> bool:
+    try:
+        dt.datetime.fromisoformat(v)
+        return isinstance(v, str)
+    except (TypeError, ValueError):
+        return False
+
+
+TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": _is_int,
+    "number": lambda v: (_is_int(v) or isinstance(v, float)) and not (isinstance(v, float) and math.isnan(v)),
+    "boolean": lambda v: isinstance(v, bool),
+    "date": _is_date,
+    "datetime": _is_datetime,
+    "list[string]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "list[object]": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """A named, typed field of a raw record (the user-facing input contract)."""
+
+    name: str
+    type: str
+    required: bool = True
+    description: str = ""
+    # extra element-wise rule on present values: (name, predicate)
+    rule: tuple[str, Callable[[Any], bool]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPE_CHECKS:
+            raise ValueError(f"field {self.name!r}: unknown type {self.type!r}")
+
+
+@dataclass(frozen=True)
+class RecordSchema:
+    dataset: str
+    id_field: str
+    fields: tuple[Field, ...]
+    extra_fields_allowed: bool = False
+
+    def pandera_schema(self) -> pa.DataFrameSchema:
+        columns = {}
+        for f in self.fields:
+            checks = [
+                pa.Check(
+                    _present_and(TYPE_CHECKS[f.type], f.required),
+                    element_wise=True,
+                    ignore_na=False,
+                    name=f"{'required ' if f.required else ''}{f.type}",
+                )
+            ]
+            if f.rule:
+                typed, rule = TYPE_CHECKS[f.type], f.rule[1]
+                checks.append(
+                    pa.Check(
+                        _present_and(lambda v, typed=typed, rule=rule: not typed(v) or rule(v), False),
+                        element_wise=True,
+                        ignore_na=False,
+                        name=f.rule[0],
+                    )
+                )
+            columns[f.name] = pa.Column(object, checks=checks, nullable=True, required=True)
+        return pa.DataFrameSchema(columns, strict=False, coerce=False)
+
+    def validate(self, records: list[RawRecord]) -> tuple[list[RawRecord], list[Reject]]:
+        """Valid records in input order, and one reject per invalid record listing its problems."""
+        if not records:
+            return [], []
+        names = [f.name for f in self.fields]
+        known = set(names)
+        frame = pd.DataFrame(
+            {n: pd.Series([r.data.get(n) for r in records], dtype=object) for n in names}
+        )
+        problems: dict[int, list[str]] = {}
+        try:
+            self.pandera_schema().validate(frame, lazy=True)
+        except pa.errors.SchemaErrors as err:
+            for row in err.failure_cases.itertuples():
+                if pd.isna(row.index):
+                    continue
+                value = records[int(row.index)].data.get(row.column)
+                problems.setdefault(int(row.index), []).append(
+                    f"field {row.column!r} fails {row.check!r} (got {_short(value)})"
+                )
+        if not self.extra_fields_allowed:
+            for i, r in enumerate(records):
+                extra = sorted(set(r.data) - known)
+                if extra:
+                    problems.setdefault(i, []).append(f"unknown field(s) {', '.join(map(repr, extra))}")
+        valid, rejects = [], []
+        for i, r in enumerate(records):
+            if i in problems:
+                rid = r.data.get(self.id_field)
+                ref = f"{r.ref}" + (f", {self.id_field}={rid!r}" if isinstance(rid, (str, int)) else "")
+                rejects.append(
+                    Reject(r.source_file, "; ".join(sorted(set(problems[i]))), ref, excerpt=_short(r.data, 300))
+                )
+            else:
+                valid.append(r)
+        return valid, rejects
+
+    def markdown_table(self) -> str:
+        """The field table for docs/datasets.md."""
+        lines = ["| field | type | required | description |", "|---|---|---|---|"]
+        for f in self.fields:
+            lines.append(f"| `{f.name}` | {f.type} | {'yes' if f.required else 'no'} | {f.description} |")
+        return "\n".join(lines)
+
+
+def _present_and(pred: Callable[[Any], bool], required: bool) -> Callable[[Any], bool]:
+    def check(v: Any) -> bool:
+        if _is_missing(v):
+            return not required
+        try:
+            return bool(pred(v))
+        except Exception:  # noqa: BLE001 - a crashing rule is a failed rule
+            return False
+
+    return check
+
+
+def _short(v: Any, n: int = 80) -> str:
+    s = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else repr(v)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def read_json_lines(path: Path, day_dir: Path) -> tuple[list[RawRecord], list[Reject]]:
+    """Records of a ``.jsonl`` file; unparsable lines and non-objects become rejects."""
+    rel = path.relative_to(day_dir).as_posix()
+    text = read_text(path, day_dir)
+    if isinstance(text, Reject):
+        return [], [text]
+    records, rejects = [], []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            rejects.append(Reject(rel, f"invalid JSON: {exc.msg} at column {exc.colno}", f"line {n}", line[:300]))
+            continue
+        if not isinstance(obj, dict):
+            rejects.append(Reject(rel, f"expected a JSON object, got {type(obj).__name__}", f"line {n}", line[:300]))
+            continue
+        records.append(RawRecord(rel, f"line {n}", obj))
+    return records, rejects
+
+
+def read_csv_rows(path: Path, day_dir: Path) -> tuple[list[dict[str, str]], list[str], list[Reject]]:
+    """Rows of a CSV file as dicts of strings (with their ``row N`` refs)."""
+    rel = path.relative_to(day_dir).as_posix()
+    text = read_text(path, day_dir)
+    if isinstance(text, Reject):
+        return [], [], [text]
+    reader = csv.DictReader(io.StringIO(text))
+    rows, refs, rejects = [], [], []
+    try:
+        for row in reader:
+            ref = f"row {reader.line_num}"
+            if None in row:  # more cells than header columns
+                rejects.append(Reject(rel, f"{len(row[None])} cell(s) beyond the header", ref))
+                continue
+            rows.append(row)
+            refs.append(ref)
+    except csv.Error as exc:
+        rejects.append(Reject(rel, f"malformed CSV: {exc}", f"row {reader.line_num}"))
+    return rows, refs, rejects
+
+
+def read_day(
+    day_dir: Path,
+    readers: dict[str, Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]],
+) -> tuple[list[RawRecord], list[Reject]]:
+    """Read every landing file of a day with the reader for its suffix; others are rejected."""
+    records: list[RawRecord] = []
+    rejects: list[Reject] = []
+    for path in landing_files(day_dir):
+        reader = readers.get(path.suffix.lower())
+        if reader is None:
+            rejects.append(
+                Reject(path.relative_to(day_dir).as_posix(),
+                       f"unsupported file type {path.suffix or '(none)'!r}; expected one of {sorted(readers)}")
+            )
+            continue
+        got, bad = reader(path, day_dir)
+        records.extend(got)
+        rejects.extend(bad)
+    return records, rejects
+
+
+def dedupe(records: Iterable[RawRecord], id_field: str) -> tuple[list[RawRecord], list[Reject]]:
+    """Keep the first record per id; later duplicates are rejected, not dropped."""
+    seen: dict[str, str] = {}
+    keep, rejects = [], []
+    for r in records:
+        rid = str(r.data[id_field])
+        if rid in seen:
+            rejects.append(Reject(r.source_file, f"duplicate {id_field} {rid!r} (first at {seen[rid]})", r.ref))
+            continue
+        seen[rid] = f"{r.source_file} {r.ref}"
+        keep.append(r)
+    return keep, rejects

@@ -1,0 +1,49 @@
+"""Shared test helpers: a throw-away data directory and Dagster materializations into it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from codex_pipeline.storage import Warehouse
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Warehouse:
+    """An empty data directory, also exported as CODEX_DATA_DIR for the Dagster layer."""
+    root = tmp_path / "data"
+    monkeypatch.setenv("CODEX_DATA_DIR", str(root))
+    return Warehouse(root)
+
+
+def land(warehouse: Warehouse, dataset: str, day: str, source: Path) -> Path:
+    """Copy a folder (or single file) into ``landing/<dataset>/<day>/``."""
+    dest = warehouse.landing_dir(dataset, dt.date.fromisoformat(day))
+    dest.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, dest, dirs_exist_ok=True)
+    else:
+        shutil.copy(source, dest / source.name)
+    return dest
+
+
+def materialize_dataset(
+    warehouse: Warehouse, dataset: str, day: str, instance: dg.DagsterInstance | None = None
+) -> dg.ExecuteInProcessResult:
+    """Materialize every asset of one dataset for one day through Dagster (checks included)."""
+    from codex_pipeline.defs.assets import assets_by_dataset
+    from codex_pipeline.defs.resources import CodexWarehouse
+
+    return dg.materialize(
+        assets_by_dataset[dataset],
+        partition_key=day,
+        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root))},
+        instance=instance or dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
