@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
 CHUNK_ID_PREFIX = "urn:aprs:chunk:"
 CHUNK_ID_PATTERN = r"^urn:aprs:chunk:[0-9a-f]{16}$"
 _SEP = "\x1f"  # ASCII unit separator: cannot occur in a URN or a section id
-_WS_RUN = re.compile(r"\s+")
 
 
 def make_doc_id(dataset: str, record_id: str) -> str:
@@ -36,9 +34,12 @@ def content_hash(text: str) -> str:
 
 
 def revision8(text: str) -> str:
-    """Seed-003 ``rev8``: 8 hex of SHA-1 over the whitespace-normalized document."""
-    normalized = _WS_RUN.sub(" ", text).strip()
-    return hashlib.sha1(normalized.encode()).hexdigest()[:8]
+    """Seed-003 ``rev8``: 8 hex of SHA-1 over the document's canonical text.
+
+    The canonical text is already the normalized text layer (decoded, newlines
+    normalized, markup removed), so it is hashed as is.
+    """
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
 def make_locator(doc_uid: str, rev8: str, section_path: str, page: int | None, block: int) -> str:

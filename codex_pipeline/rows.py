@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import pyarrow as pa
@@ -15,7 +15,7 @@ from .documents import SourceDocument
 from .ids import content_hash, make_chunk_id, make_locator, revision8
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ChunkDraft:
     """A chunk as a chunker sees it, before ids and bookkeeping.
 
@@ -32,7 +32,7 @@ class ChunkDraft:
     parent_section_id: str | None = None
     page: int | None = None
     block: int = 0
-    anchor_extra: dict[str, Any] = field(default_factory=dict)
+    anchor_extra: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -47,6 +47,10 @@ class ChunkRun:
 
 
 def evidence_anchor(draft: ChunkDraft, xpath: str | None) -> str:
+    """``{page, char_span, spans?, xpath?, …}`` as compact JSON."""
+    if len(draft.spans) == 1 and not xpath and not draft.anchor_extra:  # the hot path
+        (start, end), page = draft.spans[0], draft.page
+        return f'{{"page":{"null" if page is None else int(page)},"char_span":[{start},{end}]}}'
     starts = [s for s, _ in draft.spans]
     ends = [e for _, e in draft.spans]
     anchor: dict[str, Any] = {"page": draft.page, "char_span": [min(starts), max(ends)]}
@@ -54,7 +58,7 @@ def evidence_anchor(draft: ChunkDraft, xpath: str | None) -> str:
         anchor["spans"] = [list(s) for s in draft.spans]
     if xpath:
         anchor["xpath"] = xpath
-    anchor.update(draft.anchor_extra)
+    anchor.update(draft.anchor_extra or {})
     return json.dumps(anchor, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -66,44 +70,49 @@ def _xpath_at(doc: SourceDocument, offset: int) -> str | None:
 
 
 class RowBuffer:
-    """Accumulates chunk rows column-wise and emits an Arrow table in contract order."""
+    """Accumulates chunk rows and emits an Arrow table in contract column order."""
 
     def __init__(self, run: ChunkRun) -> None:
         self.run = run
-        self.cols: dict[str, list[Any]] = {f.name: [] for f in CHUNK_SCHEMA}
+        self.rows: list[tuple[Any, ...]] = []
 
     def add_document(self, doc: SourceDocument, drafts: Iterable[ChunkDraft]) -> int:
         """Append one document's drafts in reading order; returns the number added."""
         rev = revision8(doc.text)
-        c = self.cols
+        run = self.run
+        doc_id = doc.doc_id
+        append = self.rows.append
         n = 0
         for seq, d in enumerate(drafts):
             chunk_type = d.chunk_type.value if isinstance(d.chunk_type, ChunkType) else d.chunk_type
-            c["chunk_id"].append(make_chunk_id(doc.doc_id, d.section_id))
-            c["doc_id"].append(doc.doc_id)
-            c["section_id"].append(d.section_id)
-            c["chunk_text"].append(d.text)
-            c["chunk_type"].append(chunk_type)
-            c["token_count"].append(d.token_count)
-            c["char_count"].append(len(d.text))
-            c["seq_index"].append(seq)
-            c["parent_chunk_id"].append(
-                make_chunk_id(doc.doc_id, d.parent_section_id) if d.parent_section_id else None
-            )
-            c["evidence_anchor"].append(evidence_anchor(d, _xpath_at(doc, d.spans[0][0])))
-            c["embedding_model"].append(None)
-            c["embedding_version"].append(None)
-            c["chunked_at"].append(self.run.chunked_at)
-            c["chunking_version"].append(self.run.chunking_version)
-            c["dataset"].append(self.run.dataset)
-            c["partition_date"].append(self.run.partition_date)
-            c["locator"].append(make_locator(doc.record_id, rev, d.section_id, d.page, d.block))
-            c["content_hash"].append(content_hash(d.text))
-            c["metadata"].append(
-                json.dumps(d.metadata, ensure_ascii=False, sort_keys=True) if d.metadata else None
+            append(
+                (
+                    make_chunk_id(doc_id, d.section_id),
+                    doc_id,
+                    d.section_id,
+                    d.text,
+                    chunk_type,
+                    d.token_count,
+                    len(d.text),
+                    seq,
+                    make_chunk_id(doc_id, d.parent_section_id) if d.parent_section_id else None,
+                    evidence_anchor(d, _xpath_at(doc, d.spans[0][0])),
+                    None,  # embedding_model: filled by the embeddings view
+                    None,  # embedding_version
+                    run.chunked_at,
+                    run.chunking_version,
+                    run.dataset,
+                    run.partition_date,
+                    make_locator(doc.record_id, rev, d.section_id, d.page, d.block),
+                    content_hash(d.text),
+                    json.dumps(d.metadata, ensure_ascii=False, sort_keys=True) if d.metadata else None,
+                )
             )
             n += 1
         return n
 
     def to_table(self) -> pa.Table:
-        return pa.Table.from_pydict(self.cols, schema=CHUNK_SCHEMA)
+        columns = list(zip(*self.rows)) if self.rows else [[] for _ in CHUNK_SCHEMA]
+        return pa.Table.from_arrays(
+            [pa.array(col, type=f.type) for col, f in zip(columns, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA
+        )

@@ -44,35 +44,34 @@ def token_windows(
     n = len(tt)
     if n == 0:
         return []
-    safe = tt.safe_token_indices()
-    on_char = np.flatnonzero(tt.on_char)
+    text_len = len(tt.text)
     spans: list[Span] = []
     s = 0
     while True:
         cs = tt.char_at_token(s)
         if n - s <= window:
-            spans.append(Span(cs, len(tt.text), tt.count(cs, len(tt.text))))
+            tokens = n - s if tt.is_safe(s) else tt.count(cs, text_len)
+            spans.append(Span(cs, text_len, tokens))
             return spans
-        limit = s + window
-        e = int(safe[np.searchsorted(safe, limit, side="right") - 1])
-        if e <= s:  # no safe boundary inside the window
-            e = int(on_char[np.searchsorted(on_char, limit, side="right") - 1])
-            if e <= s:
-                e = limit
+        e = tt.prev_safe(s + window)
+        if e <= s:  # no safe boundary inside the window: cut between characters
+            e = tt.prev_on_char(s + window, s)
         ce = tt.char_at_token(e)
-        spans.append(Span(cs, ce, tt.count(cs, ce)))
-        s = _next_start(safe, s, e, e - overlap) if overlap else e
+        exact = tt.is_safe(s) and tt.is_safe(e)
+        spans.append(Span(cs, ce, e - s if exact else tt.count(cs, ce)))
+        s = _next_start(tt, s, e, e - overlap) if overlap else e
 
 
-def _next_start(safe: np.ndarray, s: int, e: int, target: int) -> int:
-    """The safe boundary nearest ``target`` strictly inside ``(s, e]``."""
-    k = int(np.searchsorted(safe, target))
-    best = e
-    for cand in (k - 1, k):
-        if 0 <= cand < len(safe) and s < safe[cand] <= e:
-            if abs(int(safe[cand]) - target) < abs(best - target):
-                best = int(safe[cand])
-    return best
+def _next_start(tt: TokenizedText, s: int, e: int, target: int) -> int:
+    """The safe boundary nearest ``target`` strictly inside ``(s, e)``, else ``e``."""
+    below = tt.prev_safe(target)
+    above = target
+    while above < e and not tt.safe[above]:
+        above += 1
+    candidates = [c for c in (below, above) if s < c < e]
+    if not candidates:
+        return e
+    return min(candidates, key=lambda c: (abs(c - target), c))
 
 
 # Boundary levels of the bounded split, coarsest first.
@@ -176,13 +175,11 @@ class _Splitter:
     def token_cuts(self, s: int, e: int, size: int) -> list[tuple[int, int]]:
         """Cut between tokens that fall between characters, ``size`` tokens apart."""
         tt = self.tt
-        on_char = np.flatnonzero(tt.on_char)
         i0 = int(np.searchsorted(tt.char_starts, s))
         i1 = int(np.searchsorted(tt.char_starts, e))
         cuts, i = [s], i0
         while i1 - i > size:
-            k = int(np.searchsorted(on_char, i + size, side="right") - 1)
-            j = int(on_char[k]) if k >= 0 and on_char[k] > i else i + size
+            j = tt.prev_on_char(i + size, i)
             cuts.append(tt.char_at_token(j))
             i = j
         cuts.append(e)

@@ -48,14 +48,19 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
 
 _WS = frozenset(b" \t\n\r\x0b\x0c")
 
+# Bits of the per-token flag table: a boundary between tokens p and c is safe when
+# (flags[c] & (flags[p] >> 4)) != 0, i.e. " word" after a non-space, or a non-space
+# after a newline.
+_SPACE_WORD_START = 0x01  # token is b" " followed by a non-whitespace byte
+_NONWS_START = 0x02  # first byte is not whitespace
+_NONWS_END = 0x10  # last byte is not whitespace (pairs with _SPACE_WORD_START)
+_NEWLINE_END = 0x20  # last byte is b"\n" (pairs with _NONWS_START)
+
 
 @dataclass(frozen=True)
 class _VocabTables:
     byte_len: np.ndarray  # bytes per token id
-    space_word_start: np.ndarray  # token is b" " + a non-whitespace byte
-    nonws_start: np.ndarray  # first byte is not whitespace
-    nonws_end: np.ndarray  # last byte is not whitespace
-    newline_end: np.ndarray  # last byte is b"\n"
+    flags: np.ndarray  # uint8 bit set per token id
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,10 +68,7 @@ def _vocab_tables() -> _VocabTables:
     enc = encoding()
     n = enc.max_token_value + 1
     byte_len = np.zeros(n, dtype=np.int64)
-    sws = np.zeros(n, dtype=bool)
-    nws_s = np.zeros(n, dtype=bool)
-    nws_e = np.zeros(n, dtype=bool)
-    nl_e = np.zeros(n, dtype=bool)
+    flags = np.zeros(n, dtype=np.uint8)
     for tok in range(n):
         try:
             b = enc.decode_single_token_bytes(tok)
@@ -75,11 +77,24 @@ def _vocab_tables() -> _VocabTables:
         byte_len[tok] = len(b)
         if not b:
             continue
-        sws[tok] = len(b) >= 2 and b[0] == 0x20 and b[1] not in _WS
-        nws_s[tok] = b[0] not in _WS
-        nws_e[tok] = b[-1] not in _WS
-        nl_e[tok] = b[-1] == 0x0A
-    return _VocabTables(byte_len, sws, nws_s, nws_e, nl_e)
+        f = 0
+        if len(b) >= 2 and b[0] == 0x20 and b[1] not in _WS:
+            f |= _SPACE_WORD_START
+        if b[0] not in _WS:
+            f |= _NONWS_START
+        if b[-1] not in _WS:
+            f |= _NONWS_END
+        if b[-1] == 0x0A:
+            f |= _NEWLINE_END
+        flags[tok] = f
+    return _VocabTables(byte_len, flags)
+
+
+class _AllTrue:
+    """``on_char`` for ASCII text: every token starts between characters."""
+
+    def __getitem__(self, index: object) -> bool:
+        return True
 
 
 class TokenizedText:
@@ -95,48 +110,55 @@ class TokenizedText:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        enc = encoding()
         # encode_to_numpy with no special tokens allowed or disallowed is encode_ordinary,
         # returned as one buffer instead of a list of Python ints.
-        tokens = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+        tokens = encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
         self.tokens = tokens
+        n = len(tokens)
         tables = _vocab_tables()
-        byte_ends = np.cumsum(tables.byte_len[tokens]) if len(tokens) else np.zeros(0, np.int64)
-        byte_starts = np.concatenate(([0], byte_ends[:-1])) if len(tokens) else byte_ends
-        if text.isascii():
+        byte_starts = np.zeros(n, dtype=np.int64)
+        if n:
+            np.cumsum(tables.byte_len[tokens[:-1]], out=byte_starts[1:])
+        ascii_only = text.isascii()
+        if ascii_only:
             char_starts = byte_starts
-            on_char = np.ones(len(tokens), dtype=bool)
-        else:
-            cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-            utf8_len = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
-            char_byte_start = np.concatenate(([0], np.cumsum(utf8_len)[:-1]))
-            idx = np.searchsorted(char_byte_start, byte_starts)
-            idx_clip = np.minimum(idx, max(len(char_byte_start) - 1, 0))
-            on_char = (idx < len(char_byte_start)) & (char_byte_start[idx_clip] == byte_starts)
-            char_starts = idx
-        safe = np.zeros(len(tokens), dtype=bool)
-        if len(tokens) > 1:
-            prev, cur = tokens[:-1], tokens[1:]
-            rule_space = tables.space_word_start[cur] & tables.nonws_end[prev]
-            rule_newline = tables.newline_end[prev] & tables.nonws_start[cur]
-            safe[1:] = (rule_space | rule_newline) & on_char[1:]
-        if len(tokens):
+            on_char = _AllTrue()
+        else:  # chars before byte b = b - (UTF-8 continuation bytes before b)
+            data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            cont = (data & 0xC0) == 0x80
+            cont_before = np.concatenate(([0], np.cumsum(cont)))
+            char_starts = byte_starts - cont_before[byte_starts]
+            on_char = ~cont[np.minimum(byte_starts, len(data) - 1)]
+        safe = np.zeros(n, dtype=bool)
+        if n > 1:
+            flags = tables.flags[tokens]
+            np.not_equal(flags[1:] & (flags[:-1] >> 4), 0, out=safe[1:])
+            if not ascii_only:
+                safe &= on_char
+        if n:
             safe[0] = True
-        #: char offset at which token i starts, and whether a slice may start/end there
+        #: char offset at which token i starts, whether it starts between characters,
+        #: and whether a slice may start/end there with an index-difference count
         self.char_starts = char_starts
         self.on_char = on_char
         self.safe = safe
-        self._safe_tokens = np.append(np.flatnonzero(safe), len(tokens))
-        self._safe_chars = np.append(char_starts[safe], len(text))
+        self._safe_lookup: tuple[np.ndarray, np.ndarray] | None = None
+        self._safe_idx: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def token_index(self, char_offset: int) -> int | None:
         """Token index at ``char_offset`` if it is a safe boundary, else ``None``."""
-        k = int(np.searchsorted(self._safe_chars, char_offset))
-        if k < len(self._safe_chars) and self._safe_chars[k] == char_offset:
-            return int(self._safe_tokens[k])
+        if char_offset == len(self.text):
+            return len(self.tokens)
+        if self._safe_lookup is None:
+            idx = np.flatnonzero(self.safe)
+            self._safe_lookup = (self.char_starts[idx], idx)
+        chars, idx = self._safe_lookup
+        k = int(np.searchsorted(chars, char_offset))
+        if k < len(chars) and chars[k] == char_offset:
+            return int(idx[k])
         return None
 
     def count(self, start: int, end: int) -> int:
@@ -148,9 +170,27 @@ class TokenizedText:
             return j - i
         return len(encoding().encode_ordinary(self.text[start:end]))
 
-    def safe_char_offsets(self) -> np.ndarray:
-        """Char offsets of all safe boundaries (excluding the text end), ascending."""
-        return self.char_starts[self.safe]
+    def is_safe(self, index: int) -> bool:
+        """Whether a slice may start or end at token ``index`` with an exact index count."""
+        return index >= len(self.tokens) or bool(self.safe[index])
+
+    def prev_safe(self, index: int) -> int:
+        """The largest safe token index <= ``index`` (``len`` counts as safe)."""
+        if index >= len(self.tokens):
+            return len(self.tokens)
+        if self._safe_idx is None:
+            self._safe_idx = np.flatnonzero(self.safe)
+        return int(self._safe_idx[np.searchsorted(self._safe_idx, index, side="right") - 1])
+
+    def prev_on_char(self, index: int, floor: int) -> int:
+        """The largest token index in ``(floor, index]`` that starts between characters.
+
+        Falls back to ``index`` when every token there starts inside a character.
+        """
+        for i in range(min(index, len(self.tokens)), floor, -1):
+            if i >= len(self.tokens) or self.on_char[i]:
+                return i
+        return index
 
     def safe_token_indices(self) -> np.ndarray:
         """Token indices of all safe boundaries (excluding the text end), ascending."""
