@@ -3,13 +3,11 @@
 import dagster as dg
 
 from .assets import dataset_assets
-from .partitions import daily_partitions
 from .resources import CodexDuckDB, CodexWarehouse
 
 codex_all_job = dg.define_asset_job(
     "codex_all",
     selection=dg.AssetSelection.all(),
-    partitions_def=daily_partitions,
     description="Every dataset's assets for one landing day.",
 )
 

@@ -10,10 +10,14 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
 def landing_files(day_dir: Path) -> list[Path]:
-    """All regular files under a landing day folder, in a stable order."""
+    """Every non-folder entry under a landing day folder, in a stable order.
+
+    Broken symlinks and special files are included on purpose: reading them fails
+    and they become rejects instead of vanishing from the partition.
+    """
     if not day_dir.is_dir():
         return []
-    return sorted(p for p in day_dir.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return sorted(p for p in day_dir.rglob("*") if not p.is_dir() and not p.name.startswith("."))
 
 
 def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str | Reject:
@@ -24,6 +28,8 @@ def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     """
     rel = path.relative_to(day_dir).as_posix()
     try:
+        if not path.is_file():
+            return Reject(rel, "unreadable file: not a regular file (broken link, socket or device)")
         size = path.stat().st_size
         if size > max_bytes:
             return Reject(rel, f"file is {size} bytes, over the {max_bytes}-byte limit")

