@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import hashlib
 import os
 import tempfile
 import time
@@ -63,9 +64,25 @@ class Warehouse:
         name = day.isoformat() + (f".{part}" if part else "") + ".parquet"
         return self.table_dir(dataset, table) / name
 
-    def write(self, table: pa.Table, dataset: str, name: str, day: dt.date, part: str | None = None) -> Path:
-        """Write one partition atomically (temp file in the same folder, then rename)."""
+    def write(
+        self,
+        table: pa.Table,
+        dataset: str,
+        name: str,
+        day: dt.date,
+        part: str | None = None,
+        stamp: dict[str, str] | None = None,
+    ) -> Path:
+        """Write one partition atomically (temp file in the same folder, then rename).
+
+        ``stamp`` goes into the Parquet footer (e.g. the chunking version a partition
+        was built with), where sensors read it without scanning the rows.
+        """
         path = self.partition_path(dataset, name, day, part)
+        if stamp:
+            meta = dict(table.schema.metadata or {})
+            meta.update({f"codex.{k}".encode(): v.encode() for k, v in stamp.items()})
+            table = table.replace_schema_metadata(meta)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
@@ -90,6 +107,22 @@ class Warehouse:
             )
         return pq.read_table(path)
 
+    def partitions(self, dataset: str, name: str) -> dict[dt.date, Path]:
+        """Existing whole-day partition files of a table, by day."""
+        d = self.table_dir(dataset, name)
+        out = {}
+        for p in sorted(d.glob("*.parquet")) if d.is_dir() else []:
+            try:
+                out[dt.date.fromisoformat(p.name.removesuffix(".parquet"))] = p
+            except ValueError:
+                continue  # a `.part` file such as rejects/<day>.ingest.parquet
+        return out
+
+    def stamp(self, path: Path) -> dict[str, str]:
+        """The ``codex.*`` footer entries written with :meth:`write`."""
+        meta = pq.read_schema(path).metadata or {}
+        return {k.decode()[6:]: v.decode() for k, v in meta.items() if k.startswith(b"codex.")}
+
     def glob(self, dataset: str, name: str) -> str:
         return (self.table_dir(dataset, name) / "*.parquet").as_posix()
 
@@ -99,11 +132,30 @@ class Warehouse:
 
 
 def view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
-    path = warehouse.glob(dataset, table).replace("'", "''")
+    """The view over a table's Parquet glob.
+
+    ``<dataset>_chunks`` reports, per chunk, the model and version of the vector
+    actually stored for its exact text (null when there is none yet).
+    """
+    path = _quote(warehouse.glob(dataset, table))
+    if table == "chunks" and warehouse.has_files(dataset, "embeddings"):
+        emb = _quote(warehouse.glob(dataset, "embeddings"))
+        return (
+            f"CREATE OR REPLACE VIEW {SCHEMA}.{dataset}_chunks AS "
+            "SELECT c.* REPLACE (e.embedding_model AS embedding_model, e.embedding_version AS embedding_version) "
+            f"FROM read_parquet('{path}', union_by_name = true) c "
+            "LEFT JOIN (SELECT chunk_id, partition_date, input_hash, embedding_model, embedding_version "
+            f"FROM read_parquet('{emb}', union_by_name = true)) e "
+            "ON e.chunk_id = c.chunk_id AND e.partition_date = c.partition_date AND e.input_hash = c.content_hash"
+        )
     return (
         f"CREATE OR REPLACE VIEW {SCHEMA}.{dataset}_{table} AS "
         f"SELECT * FROM read_parquet('{path}', union_by_name = true)"
     )
+
+
+def _quote(s: str) -> str:
+    return s.replace("'", "''")
 
 
 class CatalogBusy(RuntimeError):
@@ -146,11 +198,12 @@ def connect_catalog(warehouse: Warehouse, read_only: bool = True, wait_s: float 
 
 
 def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]], wait_s: float = 60.0) -> list[str]:
-    """Make sure ``codex.<dataset>_<table>`` exists for each (dataset, table) with files.
+    """Make sure ``codex.<dataset>_<table>`` is current for each (dataset, table) with files.
 
     Views read Parquet globs, so new partitions show up without touching the DuckDB
-    file: it is written only when a view is missing or its definition changed, one
-    process at a time. Returns the names of the views created.
+    file: it is written only when a view is missing or its definition changed (each
+    view carries a hash of its SQL as its comment), one process at a time. Returns
+    the names of the views (re)created.
     """
     wanted = {f"{d}_{t}": view_sql(warehouse, d, t) for d, t in views if warehouse.has_files(d, t)}
     if not wanted:
@@ -160,24 +213,26 @@ def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]], wait_s: flo
         if warehouse.catalog_path.exists():
             con = _connect(warehouse.catalog_path, True, wait_s)
             try:
-                for name, sql in con.execute(
-                    "SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ?", [SCHEMA]
-                ).fetchall():
-                    existing[name] = sql
+                existing = dict(
+                    con.execute(
+                        "SELECT view_name, coalesce(comment, '') FROM duckdb_views() WHERE schema_name = ?", [SCHEMA]
+                    ).fetchall()
+                )
             finally:
                 con.close()
-        missing = {n: s for n, s in wanted.items() if n not in existing or _path_of(s) not in existing[n]}
-        if not missing:
+        stale = {n: s for n, s in wanted.items() if existing.get(n) != _fingerprint(s)}
+        if not stale:
             return []
         con = _connect(warehouse.catalog_path, False, wait_s)
         try:
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            for sql in missing.values():
+            for name, sql in stale.items():
                 con.execute(sql)
+                con.execute(f"COMMENT ON VIEW {SCHEMA}.{name} IS '{_fingerprint(sql)}'")
         finally:
             con.close()
-        return sorted(missing)
+        return sorted(stale)
 
 
-def _path_of(sql: str) -> str:
-    return sql.split("read_parquet('", 1)[1].split("'", 1)[0]
+def _fingerprint(sql: str) -> str:
+    return "codex:" + hashlib.sha256(sql.encode()).hexdigest()[:16]

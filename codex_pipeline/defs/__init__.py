@@ -3,17 +3,14 @@
 import dagster as dg
 
 from .assets import dataset_assets
+from .jobs import codex_all_job
 from .resources import CodexDuckDB, CodexWarehouse
-
-codex_all_job = dg.define_asset_job(
-    "codex_all",
-    selection=dg.AssetSelection.all(),
-    description="Every dataset's assets for one landing day.",
-)
+from .schedules import daily_schedule
 
 defs = dg.Definitions(
     assets=dataset_assets,
     jobs=[codex_all_job],
+    schedules=[daily_schedule],
     resources={
         "warehouse": CodexWarehouse(),
         "duckdb": CodexDuckDB(),

@@ -92,7 +92,7 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         report = validate_chunks(out.table, {d.doc_id: d.text for d in docs})
         wh.write(out.rejects, spec.name, "rejects", day, part="chunk")
         if report.passed:
-            path = wh.write(out.table, spec.name, "chunks", day)
+            path = wh.write(out.table, spec.name, "chunks", day, stamp={"chunking_version": spec.chunking_version})
             wh.remove(spec.name, "quarantine", day)
         else:  # never let a bad partition feed embeddings: keep it aside for inspection
             wh.remove(spec.name, "chunks", day)
