@@ -34,16 +34,20 @@ def land(warehouse: Warehouse, dataset: str, day: str, source: Path) -> Path:
 
 
 def materialize_dataset(
-    warehouse: Warehouse, dataset: str, day: str, instance: dg.DagsterInstance | None = None
+    warehouse: Warehouse,
+    dataset: str,
+    day: str,
+    instance: dg.DagsterInstance | None = None,
+    embedding: "dg.ConfigurableResource | None" = None,
 ) -> dg.ExecuteInProcessResult:
     """Materialize every asset of one dataset for one day through Dagster (checks included)."""
     from codex_pipeline.defs.assets import assets_by_dataset
-    from codex_pipeline.defs.resources import CodexWarehouse
+    from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 
     return dg.materialize(
         assets_by_dataset[dataset],
         partition_key=day,
-        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root))},
+        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": embedding or EmbeddingSettings()},
         instance=instance or dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
     )

@@ -10,7 +10,7 @@ import dagster as dg
 
 from codex_pipeline.contract import SEED_FIELDS
 from codex_pipeline.defs.assets import build_dataset_assets
-from codex_pipeline.defs.resources import CodexWarehouse
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.registry import DatasetSpec, get_dataset
 from codex_pipeline.rows import ChunkDraft
 from codex_pipeline.storage import Warehouse, connect_catalog
@@ -87,7 +87,7 @@ def test_contract_failure_blocks_and_quarantines(warehouse: Warehouse) -> None:
     result = dg.materialize(
         build_dataset_assets(spec),
         partition_key=DAY,
-        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root))},
+        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": EmbeddingSettings()},
         raise_on_error=False,
     )
     (evaluation,) = _check_evaluations(result)
@@ -96,3 +96,6 @@ def test_contract_failure_blocks_and_quarantines(warehouse: Warehouse) -> None:
     day = dt.date.fromisoformat(DAY)
     assert not warehouse.partition_path("badset", "chunks", day).exists()
     assert warehouse.read("badset", "quarantine", day).num_rows == 2
+    # the blocking check kept the bad partition away from embeddings
+    assert not result.asset_materializations_for_node("badset__embeddings")
+    assert not warehouse.partitions("badset", "embeddings")

@@ -4,7 +4,7 @@ import dagster as dg
 
 from .assets import dataset_assets
 from .jobs import codex_all_job
-from .resources import CodexDuckDB, CodexWarehouse
+from .resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
 from .schedules import daily_schedule
 
 defs = dg.Definitions(
@@ -14,5 +14,6 @@ defs = dg.Definitions(
     resources={
         "warehouse": CodexWarehouse(),
         "duckdb": CodexDuckDB(),
+        "embedding": EmbeddingSettings(kind=dg.EnvVar("CODEX_EMBEDDER").get_value("local") or "local"),
     },
 )

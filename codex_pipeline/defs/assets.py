@@ -9,11 +9,18 @@ from .. import pipeline
 from ..contract_check import validate_chunks
 from ..registry import DATASETS, DatasetSpec
 from ..stats import chunk_summary, preview_markdown
+from ..embedding_step import embed_day
 from ..storage import ensure_views
 from .partitions import daily_partitions
-from .resources import CodexWarehouse
+from .resources import CodexWarehouse, EmbeddingSettings
 
 CONTRACT_CHECK = "chunk_contract"
+EMBEDDINGS_POOL = "embeddings"
+# raw and chunks write one independent file per day: one run per day parallelizes
+# across the run queue and retries a failed day alone.
+ONE_RUN_PER_DAY = dg.BackfillPolicy.multi_run(max_partitions_per_run=1)
+# embeddings batch better across days (one model load, fuller API batches).
+EMBEDDINGS_BACKFILL = dg.BackfillPolicy.multi_run(max_partitions_per_run=5)
 
 
 def _day(context: dg.AssetExecutionContext) -> dt.date:
@@ -31,6 +38,7 @@ def _rejects_preview(rejects) -> str:
 def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "raw"]),
+        backfill_policy=ONE_RUN_PER_DAY,
         group_name=spec.name,
         partitions_def=daily_partitions,
         code_version=spec.source_version,
@@ -69,6 +77,7 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     @dg.asset(
         key=chunks_key,
         deps=[dg.AssetKey([spec.name, "raw"])],
+        backfill_policy=ONE_RUN_PER_DAY,
         group_name=spec.name,
         partitions_def=daily_partitions,
         code_version=spec.chunking_version,
@@ -132,10 +141,57 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     return chunks
 
 
+def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=dg.AssetKey([spec.name, "embeddings"]),
+        deps=[dg.AssetKey([spec.name, "chunks"])],
+        group_name=spec.name,
+        partitions_def=daily_partitions,
+        backfill_policy=EMBEDDINGS_BACKFILL,
+        pool=EMBEDDINGS_POOL,
+        kinds={"parquet", "duckdb"},
+        description=(
+            f"A vector for every contract-checked {spec.name} chunk, `codex.{spec.name}_embeddings`. "
+            "Vectors are reused whenever the exact input text, model and version are unchanged."
+        ),
+        metadata={"dataset": spec.name},
+    )
+    def embeddings(context: dg.AssetExecutionContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings) -> dg.MaterializeResult:
+        wh = warehouse.get()
+        embedder = embedding.build()
+        totals: dict[str, int] = {}
+        per_day = {}
+        for key in context.partition_keys:
+            done = embed_day(wh, spec.name, dt.date.fromisoformat(key), embedder)
+            counts = done.counts.as_dict()
+            per_day[key] = {k: counts[k] for k in ("inputs", "reused", "embedded", "requests")}
+            for k, v in counts.items():
+                totals[k] = totals.get(k, 0) + v
+            context.log.info(f"{spec.name} {key}: {per_day[key]}")
+        created = ensure_views(wh, [(spec.name, "embeddings"), (spec.name, "chunks")])
+        return dg.MaterializeResult(
+            metadata={
+                "inputs": totals.get("inputs", 0),
+                "reused": totals.get("reused", 0),
+                "embedded": totals.get("embedded", 0),
+                "requests": totals.get("requests", 0),
+                "recovered_from_checkpoint": totals.get("recovered", 0),
+                "long_inputs": totals.get("long_inputs", 0),
+                "embedding_model": embedder.model,
+                "embedding_version": embedder.version,
+                "dimensions": embedder.dimensions,
+                "by_partition": dg.MetadataValue.json(per_day),
+                "views_created": created,
+            }
+        )
+
+    return embeddings
+
+
 def build_dataset_assets(spec: DatasetSpec) -> list[dg.AssetsDefinition]:
     assets = [build_raw_asset(spec)]
     if spec.chunked:
-        assets.append(build_chunks_asset(spec))
+        assets += [build_chunks_asset(spec), build_embeddings_asset(spec)]
     return assets
 
 

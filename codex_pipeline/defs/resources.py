@@ -32,3 +32,38 @@ class CodexDuckDB(dg.ConfigurableResource):
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         return connect_catalog(Warehouse(self.data_dir or None), read_only=self.read_only)
+
+
+class EmbeddingSettings(dg.ConfigurableResource):
+    """Which embedding model the `[dataset, embeddings]` assets use.
+
+    ``kind="local"`` (default) is all-MiniLM-L6-v2 from the packaged, SHA-checked
+    weights: no key, no network. ``kind="openai"`` is text-embedding-3-large at
+    1536 dimensions; the key comes only from ``OPENAI_API_KEY`` (never from config,
+    so it never shows in the UI or in run metadata) and the base URL from
+    ``openai_base_url`` or ``OPENAI_BASE_URL``.
+    """
+
+    kind: str = "local"
+    local_batch_size: int = 32
+    openai_model: str = "text-embedding-3-large"
+    openai_dimensions: int = 1536
+    openai_base_url: Optional[str] = None
+    openai_max_concurrency: int = 4
+    openai_timeout_s: float = 60.0
+    openai_max_retries: int = 6
+
+    def build(self):
+        from ..embeddings import make_embedder
+
+        if self.kind == "local":
+            return make_embedder("local", batch_size=self.local_batch_size)
+        return make_embedder(
+            self.kind,
+            model=self.openai_model,
+            dimensions=self.openai_dimensions,
+            base_url=self.openai_base_url,
+            max_concurrency=self.openai_max_concurrency,
+            timeout=self.openai_timeout_s,
+            retry={"max_retries": self.openai_max_retries},
+        )
