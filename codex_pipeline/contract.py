@@ -30,6 +30,9 @@ class ChunkType(str, Enum):
     OSHA_CASE_SUMMARY = "osha_case_summary"
     OSHA_CITATION = "osha_citation"
     NARRATIVE_WINDOW = "narrative_window"
+    DOC_SECTION = "doc_section"  # docs: one or more fused Markdown sections, or a part of one
+    EMAIL_THREAD = "email_thread"  # email_threads: thread summary (parent of its windows)
+    EMAIL_WINDOW = "email_window"  # email_threads: a sliding window of messages, or a part of one
     # -- chunk types added by later datasets go above this line --
 
 

@@ -23,19 +23,20 @@ import re
 from dataclasses import dataclass, field
 
 _TIME = r"\d{1,2}:\d{2}:\d{2}(?:\.\d{1,6})?"
-_SEPARATOR = re.compile(r"^-{3,}[ \t]*$", re.M)
 _HEADER = re.compile(r"[ \t]*(?P<title>[^\n]*?)[ \t]*\n=+[ \t]*(?:\n|\Z)")
+# One block, matched at the start of its speaker line; Text runs to the separator line.
 _BLOCK = re.compile(
-    r"\s*(?P<speaker>[^\n]*?\S)[ \t]*:[ \t]*\n"
+    r"[ \t]*(?P<speaker>[^\n]*?\S)[ \t]*:[ \t]*\n"
     rf"Start:[ \t]*(?P<start>{_TIME})[ \t]*\n"
     rf"End:[ \t]*(?P<end>{_TIME})[ \t]*\n"
     r"Duration:[^\n]*\n"
-    r"Text:[ \t]*(?P<text>.*)",
-    re.S,
+    r"Text:[ \t]*"
 )
+_SEPARATOR = re.compile(r"\n-{3,}[ \t]*(?=\n|\Z)")
+_NOT_FILLER = re.compile(r"[^\s-]")  # between blocks only separators and blank lines may appear
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: frozen __init__ costs a setattr call per field
 class Turn:
     """One diarized turn; ``text_start:text_end`` is its spoken text in the file."""
 
@@ -44,6 +45,8 @@ class Turn:
     speaker_start: int  # char offset of the speaker label
     start: str  # "HH:MM:SS.fff" as written
     end: str
+    start_pos: int  # char offsets of the two times
+    end_pos: int
     text_start: int
     text_end: int
 
@@ -58,7 +61,14 @@ class Transcript:
 
 
 def parse_transcript(text: str) -> Transcript:
-    """Speaker turns of a transcript, with malformed blocks listed by line number."""
+    """Speaker turns of a transcript, with malformed stretches listed by line number.
+
+    Each block is located by its ``Start:`` line (a C-speed ``str.find``) and matched
+    from the speaker line before it; its text runs to the next separator line.
+    Anything but separators and blank lines between two good blocks is reported as
+    malformed (by its first line) and skipped, so one damaged block does not cost the
+    rest of the meeting.
+    """
     pos = 0
     title, title_span = None, None
     head = _HEADER.match(text)
@@ -67,32 +77,41 @@ def parse_transcript(text: str) -> Transcript:
         title_span = head.span("title") if title else None
         pos = head.end()
     out = Transcript(title, title_span)
-    seps = list(_SEPARATOR.finditer(text, pos))
-    starts = [pos] + [m.end() for m in seps]
-    ends = [m.start() for m in seps] + [len(text)]
-    ordinal = 0
-    for s, e in zip(starts, ends):
-        if s >= e or text[s:e].isspace():
+    turns = out.turns
+    n = len(text)
+    while (k := text.find("\nStart:", pos)) != -1:
+        line = text.rfind("\n", 0, k) + 1  # the speaker line
+        m = _BLOCK.match(text, line) if line >= pos else None
+        if m is None:  # a Start line without a well-formed block around it: skip the block
+            sep = _SEPARATOR.search(text, k + 1)
+            stop = sep.end() if sep else n
+            _gap(text, pos, stop, out)
+            pos = stop
             continue
-        m = _BLOCK.match(text, s, e)
-        if m is None:
-            line = text.count("\n", 0, s) + 1
-            while text[s].isspace():  # report the first non-blank line of the block
-                line += text[s] == "\n"
-                s += 1
-            out.malformed.append((line, text[s : min(e, s + 120)].split("\n", 1)[0]))
-            continue
-        ts, te = m.span("text")
+        if line > pos:
+            _gap(text, pos, line, out)
+        ts = m.end()
+        sep = _SEPARATOR.search(text, ts)
+        te, pos = (sep.start(), sep.end()) if sep else (n, n)
         while te > ts and text[te - 1].isspace():
             te -= 1
         if ts == te:
             out.empty_turns += 1
             continue
-        ordinal += 1
-        out.turns.append(
-            Turn(ordinal, m.group("speaker"), m.start("speaker"), m.group("start"), m.group("end"), ts, te)
-        )
+        turns.append(Turn(len(turns) + 1, m.group("speaker"), m.start("speaker"), m.group("start"), m.group("end"),
+                          m.start("start"), m.start("end"), ts, te))
+    _gap(text, pos, n, out)
     return out
+
+
+def _gap(text: str, s: int, e: int, out: Transcript) -> None:
+    """Report the first line of anything but separators and blank lines in ``[s, e)``."""
+    bad = _NOT_FILLER.search(text, s, e) if s < e else None
+    if bad is None:
+        return
+    at = text.rfind("\n", 0, bad.start()) + 1
+    line_end = text.find("\n", at, e)
+    out.malformed.append((text.count("\n", 0, at) + 1, text[at : line_end if line_end != -1 else e][:120]))
 
 
 # ---------------------------------------------------------------- agenda items
@@ -108,17 +127,18 @@ CALL_TO_ORDER_WINDOW = 30  # turns searched for the call to order
 #: transition, not a mention: "the next item on the agenda is", "we will move on to the
 #: consent agenda", "next order of business is", "new agenda item", and the opening of
 #: general public comment ("public comments on items that are not on the agenda").
-ANNOUNCEMENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ordinal item … is", re.compile(
-        r"\b(?:next|first|second|third|last|final|only|one)\s+(?:agenda\s+)?item\b[^.?!]{0,40}?\bis\b", re.I)),
-    ("move/go on to", re.compile(r"\b(?:move|moving|go|going|proceed)\s+on\s+to\b", re.I)),
-    ("order of business is", re.compile(r"\border\s+(?:of\s+)?business\s+is\b", re.I)),
-    ("new agenda item", re.compile(r"\bnew agenda item\b", re.I)),
-    ("general public comment", re.compile(
-        r"\b(?:time for public comments?|public comments? on (?:items|anything|something)\b[^.?!]{0,30}?\bnot on)\b",
-        re.I)),
+ANNOUNCEMENT_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("ordinal item … is",
+     r"\b(?:next|first|second|third|last|final|only|one)\s+(?:agenda\s+)?item\b[^.?!]{0,40}?\bis\b"),
+    ("move/go on to", r"\b(?:move|moving|go|going|proceed)\s+on\s+to\b"),
+    ("order of business is", r"\border\s+(?:of\s+)?business\s+is\b"),
+    ("new agenda item", r"\bnew agenda item\b"),
+    ("general public comment",
+     r"\b(?:time for public comments?|public comments? on (?:items|anything|something)\b[^.?!]{0,30}?\bnot on)\b"),
 )
-MIN_ITEM_TURNS = 3  # an announcement this close after the previous one continues that item
+# one search per turn; the group that matched names the pattern
+_ANNOUNCEMENT = re.compile("|".join(f"(?P<p{i}>{p})" for i, (_, p) in enumerate(ANNOUNCEMENT_PATTERNS)), re.I)
+MIN_ITEM_TURNS = 4  # an announcement this close after the previous one joins that item
 
 
 @dataclass(frozen=True)
@@ -132,8 +152,8 @@ class InferredItem:
     number: int
     first: int  # index into Transcript.turns (inclusive)
     last: int  # exclusive
-    announcement: int | None  # index of the announcing turn, None for opening / whole meeting
-    pattern: str | None  # which announcement pattern fired
+    announcements: tuple[int, ...] = ()  # indices of the announcing chair turns
+    patterns: tuple[str, ...] = ()  # the announcement pattern each one matched
 
 
 @dataclass(frozen=True)
@@ -141,11 +161,8 @@ class AgendaInference:
     chair: str | None
     chair_basis: str  # "call to order", "title", "first speaker", "none"
     items: tuple[InferredItem, ...]
-    suppressed: int  # announcements ignored by the MIN_ITEM_TURNS rule
-
-    @property
-    def announcements(self) -> int:
-        return sum(1 for i in self.items if i.announcement is not None)
+    fired: int  # chair turns that matched an announcement pattern
+    joined: int  # of those, announcements that joined the previous item (MIN_ITEM_TURNS)
 
 
 def find_chair(text: str, turns: list[Turn]) -> tuple[str | None, str]:
@@ -162,46 +179,47 @@ def find_chair(text: str, turns: list[Turn]) -> tuple[str | None, str]:
 
 
 def announcement_pattern(text: str, turn: Turn) -> str | None:
-    """Name of the first announcement pattern matching the turn's text, if any."""
-    for name, pat in ANNOUNCEMENT_PATTERNS:
-        if pat.search(text, turn.text_start, turn.text_end):
-            return name
-    return None
+    """Name of the announcement pattern found in the turn's text (leftmost match), if any."""
+    m = _ANNOUNCEMENT.search(text, turn.text_start, turn.text_end)
+    return None if m is None else ANNOUNCEMENT_PATTERNS[int(m.lastgroup[1:])][0]
 
 
 def infer_agenda_items(text: str, turns: list[Turn]) -> AgendaInference:
     """Split a meeting into agenda items where the chair announces the next one.
 
     A chair turn matching :data:`ANNOUNCEMENT_PATTERNS` starts a new item, unless it
-    comes fewer than :data:`MIN_ITEM_TURNS` turns after the previous boundary (then
-    the chair is still introducing the same item, e.g. "move on to the general agenda"
-    followed by "the first item on the general agenda is"). Turns before the first
-    announcement form item 0 (the opening); with no announcement at all the meeting
-    is item 1.
+    comes fewer than :data:`MIN_ITEM_TURNS` turns after the previous boundary: then
+    the chair is still introducing the same item ("move on to the general agenda" …
+    "the first item on the general agenda is") and the announcement joins that item.
+    Turns before the first announcement form item 0 (the opening); with no
+    announcement at all the meeting is item 1. Items are numbered by position in the
+    meeting, so the numbering depends only on the file.
     """
     chair, basis = find_chair(text, turns)
-    marks: list[tuple[int, str]] = []
-    suppressed = 0
-    last = None
+    groups: list[list[tuple[int, str]]] = []
+    fired = joined = 0
     for i, t in enumerate(turns):
         if t.speaker != chair:
             continue
         name = announcement_pattern(text, t)
         if name is None:
             continue
-        if last is not None and i - last < MIN_ITEM_TURNS:
-            suppressed += 1
-            continue
-        marks.append((i, name))
-        last = i
+        fired += 1
+        if groups and i - groups[-1][0][0] < MIN_ITEM_TURNS:
+            groups[-1].append((i, name))
+            joined += 1
+        else:
+            groups.append([(i, name)])
     if not turns:
-        return AgendaInference(chair, basis, (), suppressed)
-    if not marks:
-        return AgendaInference(chair, basis, (InferredItem(1, 0, len(turns), None, None),), suppressed)
+        return AgendaInference(chair, basis, (), fired, joined)
+    if not groups:
+        return AgendaInference(chair, basis, (InferredItem(1, 0, len(turns)),), fired, joined)
     items: list[InferredItem] = []
-    if marks[0][0] > 0:
-        items.append(InferredItem(0, 0, marks[0][0], None, None))
-    for k, (i, name) in enumerate(marks):
-        end = marks[k + 1][0] if k + 1 < len(marks) else len(turns)
-        items.append(InferredItem(k + 1, i, end, i, name))
-    return AgendaInference(chair, basis, tuple(items), suppressed)
+    if groups[0][0][0] > 0:
+        items.append(InferredItem(0, 0, groups[0][0][0]))
+    for k, group in enumerate(groups):
+        end = groups[k + 1][0][0] if k + 1 < len(groups) else len(turns)
+        items.append(
+            InferredItem(k + 1, group[0][0], end, tuple(i for i, _ in group), tuple(n for _, n in group))
+        )
+    return AgendaInference(chair, basis, tuple(items), fired, joined)

@@ -1,0 +1,322 @@
+"""civic_intelligence: one chunk tree per agenda item.
+
+``agenda_item`` (``item.{n}``, the item summary) is the parent of
+
+* ``speaker_turn`` — ``item.{n}.turn.{m}``: one per turn, where a turn whose spoken text
+  is under 50 tokens is merged with the next turn of the same speaker in the item
+  (see :func:`merge_turns`); a turn over the 1,500-token cap is cut by
+  ``bounded_split`` into ``item.{n}.turn.{m}.part.{k}``;
+* ``condition`` — ``item.{n}.condition.{k}``: each condition or blocker tag;
+* ``contingency`` — ``item.{n}.contingency.{id}``: each node of the item's DAG, its
+  dependencies stated in its text.
+
+``n`` is the agenda item's own number (records) or its position in the meeting
+(transcripts); ``m`` and ``k`` are 1-based positions in the item's own lists, so ids
+depend only on the record, never on processing order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..contract import MAX_CHUNK_TOKENS, ChunkType
+from ..documents import SourceDocument
+from ..rows import ChunkDraft
+from ..sources.civic import render_record
+from ..sources.council_transcript import InferredItem, Transcript, Turn, infer_agenda_items, parse_transcript
+from ..splitting import bounded_split
+from ..tokens import TokenizedText, encoding
+
+MERGE_BELOW_TOKENS = 50  # a turn whose spoken text has fewer tokens is merged forward
+MERGE_SEPARATOR = "\n"  # between the texts of merged turns
+ANNOUNCEMENT_CHARS = 400  # longest excerpt of an announcing turn quoted in a summary
+SHORT_ANNOUNCEMENT_WORDS = 8  # a shorter announcing turn is quoted with the turn after it
+SUMMARY_SPEAKERS = 8  # speakers named in a transcript item summary
+#: how each kind of transcript item summary is built (also stated in the summary itself)
+SUMMARY_METHODS = {
+    "announced": "the chair's announcing turn(s), speaker labels and turn times",
+    "opening": "the first turn, speaker labels and turn times",
+    "whole_meeting": "speaker labels and turn times",
+}
+
+
+def _counts(texts: Sequence[str]) -> list[int]:
+    """Exact cl100k counts; a plain loop beats the threaded batch on many short turns."""
+    encode = encoding().encode_ordinary
+    return [len(encode(t)) for t in texts]
+
+
+# ------------------------------------------------------------------ merging
+
+
+@dataclass(slots=True)
+class TurnUnit:
+    """A turn as the merge rule and the emitter see it."""
+
+    number: int  # m: 1-based position of the turn in its item
+    speaker: str
+    span: tuple[int, int]  # the turn's chunk text in doc.text
+    size: int  # tokens of the spoken text (the merge rule's measure)
+    tokens: int  # tokens of the chunk text at ``span``
+    start: str | None = None
+    end: str | None = None
+
+
+def merge_turns(
+    speakers: Sequence[str],
+    sizes: Sequence[int],
+    tokens: Sequence[int],
+    below: int = MERGE_BELOW_TOKENS,
+    cap: int = MAX_CHUNK_TOKENS,
+) -> list[list[int]]:
+    """Group an item's turns (by index) under the merge rule, groups ordered by first turn.
+
+    Walk the turns in order. A turn joins the open group of its speaker if there is
+    one, else starts a group. A group is open while its turns' spoken tokens sum to
+    fewer than ``below``: it takes the next turn of the same speaker in the item,
+    whoever spoke in between. A group that would pass ``cap`` with that turn (chunk
+    tokens plus one per separator) is closed and the turn starts its own group. A
+    group still open at the end of the item (no later turn of that speaker) stays as
+    it is, under ``below``.
+    """
+    groups: list[list[int]] = []
+    rule_sum: list[int] = []
+    chunk_sum: list[int] = []
+    open_group: dict[str, int] = {}
+    for i, sp in enumerate(speakers):
+        g = open_group.pop(sp, None)
+        if g is not None and chunk_sum[g] + tokens[i] + len(groups[g]) <= cap:
+            groups[g].append(i)
+            rule_sum[g] += sizes[i]
+            chunk_sum[g] += tokens[i]
+        else:
+            g = len(groups)
+            groups.append([i])
+            rule_sum.append(sizes[i])
+            chunk_sum.append(tokens[i])
+        if rule_sum[g] < below:
+            open_group[sp] = g
+    return groups
+
+
+def turn_drafts(text: str, item_sid: str, units: list[TurnUnit]) -> list[ChunkDraft]:
+    """``speaker_turn`` drafts of one item: merged groups composed, over-cap turns split."""
+    groups = merge_turns([u.speaker for u in units], [u.size for u in units], [u.tokens for u in units])
+    composed = {
+        k: MERGE_SEPARATOR.join([text[units[i].span[0] : units[i].span[1]] for i in g])
+        for k, g in enumerate(groups)
+        if len(g) > 1
+    }
+    composed_tokens = dict(zip(composed, _counts(list(composed.values()))))
+    out: list[ChunkDraft] = []
+    for k, g in enumerate(groups):
+        if len(g) == 1:
+            out.extend(_single_turn(text, item_sid, units[g[0]]))
+            continue
+        members = [units[i] for i in g]
+        n = composed_tokens[k]
+        if n > MAX_CHUNK_TOKENS:  # separators pushed it over the cap (never seen): keep the turns apart
+            for u in members:
+                out.extend(_single_turn(text, item_sid, u))
+            continue
+        first, last = members[0], members[-1]
+        out.append(
+            ChunkDraft(
+                section_id=f"{item_sid}.turn.{first.number}",
+                chunk_type=ChunkType.SPEAKER_TURN,
+                text=composed[k],
+                spans=tuple([u.span for u in members]),
+                token_count=n,
+                parent_section_id=item_sid,
+                anchor_extra=_times(first.start, last.end),
+                metadata={"speaker": first.speaker, "turns": [u.number for u in members], "merged": True},
+            )
+        )
+    return out
+
+
+def _single_turn(text: str, item_sid: str, u: TurnUnit) -> list[ChunkDraft]:
+    sid = f"{item_sid}.turn.{u.number}"
+    meta = {"speaker": u.speaker, "turns": [u.number]}
+    if u.tokens <= MAX_CHUNK_TOKENS:
+        s, e = u.span
+        return [ChunkDraft(sid, ChunkType.SPEAKER_TURN, text[s:e], (u.span,), u.tokens, item_sid,
+                           anchor_extra=_times(u.start, u.end), metadata=meta)]
+    base = u.span[0]
+    tt = TokenizedText(text[u.span[0] : u.span[1]])  # only this turn, and only when over the cap
+    pieces = bounded_split(tt)
+    return [
+        ChunkDraft(
+            f"{sid}.part.{k}",
+            ChunkType.SPEAKER_TURN,
+            tt.text[p.start : p.end],
+            ((base + p.start, base + p.end),),
+            p.tokens,
+            item_sid,
+            anchor_extra=_times(u.start, u.end),
+            metadata={**meta, "part": k, "parts": len(pieces)},
+        )
+        for k, p in enumerate(pieces, 1)
+    ]
+
+
+def _times(start: str | None, end: str | None) -> dict[str, str] | None:
+    times = {k: v for k, v in (("start", start), ("end", end)) if v}
+    return times or None
+
+
+def _verbatim(text: str, sid: str, chunk_type: ChunkType, span: tuple[int, int], tokens: int,
+              parent: str | None, metadata: dict[str, Any] | None = None) -> ChunkDraft:
+    return ChunkDraft(sid, chunk_type, text[span[0] : span[1]], (span,), tokens, parent, metadata=metadata)
+
+
+# ------------------------------------------------------------------ JSONL records
+
+
+def chunk_record(doc: SourceDocument) -> list[ChunkDraft]:
+    """Chunk tree of a validated meeting record; offsets index its rendered text."""
+    rec = doc.payload or {}
+    text, layout = render_record(rec)
+    if text != doc.text:
+        raise ValueError("canonical text differs from render_record(payload): re-materialize the raw partition")
+    spans: list[tuple[int, int]] = []
+    for item in layout:
+        spans.append(item.header)
+        for t in item.turns:
+            spans += [t.span, t.text_span]
+        spans += item.conditions
+        spans += [s for _, s in item.contingencies]
+    counts = iter(_counts([text[s:e] for s, e in spans]))
+    out: list[ChunkDraft] = []
+    for item, raw in zip(layout, rec["agenda_items"]):
+        sid = f"item.{item.number}"
+        out.append(_verbatim(text, sid, ChunkType.AGENDA_ITEM, item.header, next(counts), None,
+                             {"item": item.number, "title": raw["title"].strip()}))
+        units = []
+        for m, (t, raw_turn) in enumerate(zip(item.turns, raw.get("turns") or []), 1):
+            line_tokens, spoken_tokens = next(counts), next(counts)
+            units.append(TurnUnit(m, raw_turn["speaker"].strip(), t.span, spoken_tokens, line_tokens,
+                                  raw_turn.get("start"), raw_turn.get("end")))
+        out.extend(turn_drafts(text, sid, units))
+        for k, (span, raw_c) in enumerate(zip(item.conditions, raw.get("conditions") or []), 1):
+            meta = {"kind": raw_c["kind"], **({"tag": raw_c["tag"]} if raw_c.get("tag") else {})}
+            out.append(_verbatim(text, f"{sid}.condition.{k}", ChunkType.CONDITION, span, next(counts), sid, meta))
+        for (node_id, span), raw_n in zip(item.contingencies, raw.get("contingencies") or []):
+            meta = {"node": node_id, "depends_on": list(raw_n.get("depends_on") or [])}
+            out.append(_verbatim(text, f"{sid}.contingency.{node_id}", ChunkType.CONTINGENCY, span, next(counts),
+                                 sid, meta))
+    return out
+
+
+# ------------------------------------------------------------------ transcripts
+
+
+def chunk_transcript(doc: SourceDocument) -> list[ChunkDraft]:
+    """Chunk tree of a diarized transcript; offsets index the file text."""
+    text = doc.text
+    parsed = parse_transcript(text)
+    turns = parsed.turns
+    sizes = _counts([text[t.text_start : t.text_end] for t in turns])
+    inference = infer_agenda_items(text, turns)
+    out: list[ChunkDraft] = []
+    summaries = [_item_summary(text, parsed, item, inference.chair) for item in inference.items]
+    summary_tokens = _counts([s[0] for s in summaries])
+    for item, (summary, spans, extra, kind), n in zip(inference.items, summaries, summary_tokens):
+        sid = f"item.{item.number}"
+        meta = {
+            "item": item.number,
+            "inferred": True,
+            "announcement_patterns": list(item.patterns),
+            "chair": inference.chair,
+            "summary_kind": kind,
+        }
+        if n > MAX_CHUNK_TOKENS:  # cannot happen with the bounded excerpts; fail loudly, not silently
+            raise ValueError(f"{sid}: summary has {n} tokens")
+        out.append(ChunkDraft(sid, ChunkType.AGENDA_ITEM, summary, spans, n, None, anchor_extra=extra, metadata=meta))
+        units = [
+            TurnUnit(m, t.speaker, (t.text_start, t.text_end), n_t, n_t, t.start, t.end)
+            for m, t, n_t in zip(range(1, item.last - item.first + 1), turns[item.first : item.last],
+                                 sizes[item.first : item.last])
+        ]
+        out.extend(turn_drafts(text, sid, units))
+    return out
+
+
+def _item_summary(
+    text: str, parsed: Transcript, item: InferredItem, chair: str | None
+) -> tuple[str, tuple[tuple[int, int], ...], dict[str, Any], str]:
+    """A composed, LLM-free summary of an inferred item and the spans it quotes.
+
+    ``Agenda item {n} (inferred …): "<announcement>" Speakers: A (k turns), … Time:
+    start–end, N turns. [Summary built by Codex without an LLM from …]``. Every quoted
+    piece (announcement excerpt, speaker labels, first start and last end time) is
+    listed as a span, so the anchor's ``char_span`` covers exactly the item's stretch
+    of the file; the connecting words are the template's.
+    """
+    turns = parsed.turns[item.first : item.last]
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
+
+    def quote(s: int, e: int) -> str:
+        spans.append((s, e))
+        return text[s:e]
+
+    kind = "announced" if item.announcements else "opening" if item.number == 0 else "whole_meeting"
+    if item.announcements:
+        pieces.append(f"Agenda item {item.number} (inferred: the chair, {chair}, announced it):")
+        quoted: list[int] = []
+        for a in item.announcements:
+            quoted.append(a)
+            t = parsed.turns[a]
+            if len(text[t.text_start : t.text_end].split()) < SHORT_ANNOUNCEMENT_WORDS and a + 1 < item.last:
+                quoted.append(a + 1)  # diarization often cuts the announcing sentence in two
+        for a in dict.fromkeys(quoted):
+            t = parsed.turns[a]
+            s, e = _excerpt(text, t.text_start, t.text_end)
+            pieces.append(f'"{quote(s, e)}{"…" if e < t.text_end else ""}"')
+    elif item.number == 0:
+        t = turns[0]
+        s, e = _excerpt(text, t.text_start, t.text_end)
+        pieces.append("Opening of the meeting (inferred: the turns before the chair's first agenda announcement), "
+                      f'beginning: "{quote(s, e)}{"…" if e < t.text_end else ""}"')
+    else:
+        pieces.append("Whole meeting as one agenda item (no chair announcement of an agenda item was detected).")
+    counts = Counter(t.speaker for t in turns)
+    first_at: dict[str, Turn] = {}
+    for t in turns:
+        first_at.setdefault(t.speaker, t)
+    named = sorted(counts, key=lambda sp: (-counts[sp], first_at[sp].ordinal))[:SUMMARY_SPEAKERS]
+    who = []
+    for sp in named:
+        s = first_at[sp].speaker_start
+        who.append(f"{quote(s, s + len(sp))} ({counts[sp]} turn{'s' if counts[sp] != 1 else ''})")
+    others = len(counts) - len(named)
+    pieces.append("Speakers: " + ", ".join(who) + (f", and {others} more" if others else "") + ".")
+    first, last = turns[0], turns[-1]
+    pieces.append(f"Time: {quote(first.start_pos, first.start_pos + len(first.start))}–"
+                  f"{quote(last.end_pos, last.end_pos + len(last.end))}, "
+                  f"{len(turns)} turn{'s' if len(turns) != 1 else ''}.")
+    pieces.append(f"[Summary built by Codex without an LLM from {SUMMARY_METHODS[kind]}.]")
+    extra = {"start": first.start, "end": last.end, "composed": f"item summary from {SUMMARY_METHODS[kind]}"}
+    return " ".join(pieces), tuple(spans), extra, kind
+
+
+def _excerpt(text: str, s: int, e: int, limit: int = ANNOUNCEMENT_CHARS) -> tuple[int, int]:
+    """``[s, e)`` cut to at most ``limit`` chars at a word boundary."""
+    if e - s <= limit:
+        return s, e
+    cut = text.rfind(" ", s, s + limit)
+    return s, (cut if cut > s else s + limit)
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def chunk_civic(doc: SourceDocument) -> list[ChunkDraft]:
+    """Dispatch on the landing format: transcripts carry ``payload["transcript"]``."""
+    if doc.payload and "transcript" in doc.payload:
+        return chunk_transcript(doc)
+    return chunk_record(doc)

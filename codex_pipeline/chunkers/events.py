@@ -1,0 +1,59 @@
+"""``events_timeline`` chunks: one ``event`` chunk per event, long descriptions windowed.
+
+The chunk tree of an event document (``urn:aprs:events_timeline:{event_id}``):
+
+- Description within 800 tokens (and the whole event within the 1,500 cap): one
+  ``event`` chunk, the whole canonical text, ``section_id = event_id``.
+- Description over 800 tokens: the **event header** (title, type, times, place,
+  source, entities, …) is the parent chunk, ``section_id = event_id``; the
+  description is cut into 800-token windows overlapping by 50 tokens, each an
+  ``event`` chunk ``{event_id}.part.{k}`` (k = 1…n) whose parent is the header. A
+  hit on any split thus leads to the same parent, which says what the event is.
+
+The description is encoded once (:class:`TokenizedText`) and windowed with
+:func:`token_windows`; the header is counted on its own. A header over the cap
+(only possible with extreme field values) is bounded-split into
+``{event_id}.header.part.{k}`` children of the first piece.
+"""
+
+from __future__ import annotations
+
+from ..contract import MAX_CHUNK_TOKENS, ChunkType
+from ..documents import SourceDocument
+from ..rows import ChunkDraft
+from ..sources.events import render_event
+from ..splitting import token_windows
+from ..tokens import TokenizedText, count_tokens
+from .record_view import rendering_of, section_drafts
+
+EVENT_WINDOW_TOKENS = 800
+EVENT_WINDOW_OVERLAP = 50
+
+
+def chunk_event(doc: SourceDocument) -> list[ChunkDraft]:
+    r = rendering_of(doc, render_event)
+    event_id = doc.payload["event_id"]
+    meta = {"event_type": doc.payload["event_type"], "occurred_at": doc.payload["occurred_at"]}
+    text = doc.text
+    header, desc = r.part("header"), r.part("description")
+
+    def header_drafts() -> list[ChunkDraft]:
+        return section_drafts(text, header.start, header.end, event_id, ChunkType.EVENT, root=True,
+                              overflow_prefix=f"{event_id}.header", metadata=meta)
+
+    if desc is None:
+        return header_drafts()
+    tt = TokenizedText(text[desc.start:desc.end])
+    if len(tt) <= EVENT_WINDOW_TOKENS:
+        # The description starts after a blank line with a non-space character, which is
+        # always a cl100k pre-token boundary, so the whole count is the sum of the parts.
+        total = count_tokens(text[:desc.start]) + len(tt)
+        if total <= MAX_CHUNK_TOKENS:
+            return [ChunkDraft(event_id, ChunkType.EVENT, text, ((0, len(text)),), total, metadata=meta)]
+    drafts = header_drafts()
+    windows = token_windows(tt, EVENT_WINDOW_TOKENS, EVENT_WINDOW_OVERLAP)
+    for k, w in enumerate(windows, 1):
+        s, e = desc.start + w.start, desc.start + w.end
+        drafts.append(ChunkDraft(f"{event_id}.part.{k}", ChunkType.EVENT, text[s:e], ((s, e),), w.tokens, event_id,
+                                 metadata=meta | {"part": k, "parts": len(windows)}))
+    return drafts

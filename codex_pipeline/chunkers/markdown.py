@@ -1,0 +1,574 @@
+"""docs: Markdown split on H1–H3 with the header path kept, small sections fused, big ones split.
+
+Three stages, as the seed's MarkdownChunker, done on exact offsets:
+
+1. *Structure.* ATX (``## x``) and setext (``x`` over ``===``/``---``) headers of
+   levels 1–3 start sections; lines inside fenced code (```` ``` ````/``~~~``) are never
+   headers; front matter is outside every section. Each section knows its header path.
+2. *Fuse.* Adjacent sections are fused while one side is under ``min_size`` and the
+   result fits ``max_size``; a small section in front of one that must be split is
+   carried into the split. The chunk keeps the header path of every fused section.
+3. *Split.* A unit over ``max_size`` is packed from blocks (paragraphs, fenced code,
+   tables) with about ``overlap`` repeated between pieces. Fences and tables are never
+   cut unless one alone exceeds the 1,500-token cap (a table split then repeats its
+   header row, making that piece a composed chunk with two spans).
+
+Sizes default to tokens (256/512/32, the seed's 1024/2048/128 characters at the
+~4 characters per cl100k token measured on Markdown docs); ``unit="chars"`` restores
+the seed's character budget. The 1,500-token cap holds in both units.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..contract import MAX_CHUNK_TOKENS, ChunkType
+from ..documents import SourceDocument
+from ..rows import ChunkDraft
+from ..sources.markdown import split_front_matter
+from ..tokens import count_tokens
+from .sizing import Budget, CutCounter, Unit, count_many, encode_while, overlap_start, split_range
+
+DEFAULT_MIN_TOKENS, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS = 256, 512, 32
+SEED_MIN_CHAR, SEED_MAX_CHAR, SEED_OVERLAP_CHARS = 1024, 2048, 128
+PREAMBLE_ID = "preamble"
+
+# lines that may matter to structure: fences (any indent) and lines opening with # = - | * _ :
+_STRUCTURE_LINE = re.compile(r"\n(?=[ \t]*(?:`{3}|~{3})| {0,3}[#=|*_:\-])")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_AFTER_BLANK = re.compile(r"\n[ \t]*\n\s*(?<=\n)(?=\S)")  # the start of a line that follows a blank line
+_FENCE = re.compile(r"(`{3,}|~{3,})([^\n]*)")
+_ATX = re.compile(r"(#{1,6})(?:[ \t]+([^\n]*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
+_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$")
+_DELIM = re.compile(r"(?=[^\n]*\|)(?=[^\n]*-)[ \t|:\-]+$")
+# A paragraph opening like this cannot be a setext heading's text.
+_NOT_PARAGRAPH = re.compile(r"^(?:[ \t]{4,}|\t|[ ]{0,3}(?:[-*+][ \t]|\d{1,9}[.)][ \t]|>|\||<))")
+_SLUG_DROP = re.compile(r"[^\w]+", re.U)
+_ATTR_LIST = re.compile(r"[ \t]*\{[^{}]*\}[ \t]*$")  # trailing {#anchor .class}
+_INLINE = [
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),  # links and images -> their text
+    (re.compile(r"`+([^`]*)`+"), r"\1"),
+    (re.compile(r"(\*{1,3}|_{1,3})(\S(?:.*?\S)?)\1"), r"\2"),
+    (re.compile(r"<[^>]+>"), ""),
+]
+
+
+@dataclass(frozen=True)
+class Header:
+    start: int  # first char of the heading (paragraph start for setext)
+    line_end: int  # just past the heading's last line (underline for setext)
+    level: int
+    title: str
+
+
+@dataclass
+class Section:
+    start: int
+    end: int
+    path: tuple[str, ...]  # header path, outermost first; () for the preamble
+    section_id: str
+    tokens: int = 0
+
+    @property
+    def chars(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Atom:
+    start: int
+    end: int
+    kind: str  # "text" | "code" (contains a fence) | "table"
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What the chunker needs to know about one Markdown document."""
+
+    content_start: int
+    sections: list[Section]
+    cuts: list[int]  # every position a chunk may start or end at, ascending
+    fences: list[tuple[int, int]]
+    tables: list[tuple[int, int]]
+    headers: list[Header]
+
+
+def clean_title(raw: str) -> str:
+    """Heading text without a trailing attribute list or inline markup."""
+    t = _ATTR_LIST.sub("", raw).strip() if "{" in raw else raw.strip()
+    if any(ch in t for ch in "[`*_<"):
+        for pat, rep in _INLINE:
+            t = pat.sub(rep, t)
+    return " ".join(t.split())
+
+
+def slug(title: str) -> str:
+    s = _SLUG_DROP.sub("-", title.lower()).strip("-_")
+    return s or "section"
+
+
+def parse_structure(text: str, body_start: int = 0) -> Structure:
+    """Headers, fences, tables and cut positions of ``text[body_start:]``.
+
+    Two C-speed scans find the only lines that can matter (lines opening with a
+    structure character, and blank lines); Python looks at those alone, and jumps
+    over fenced code in one step.
+    """
+    n = len(text)
+    fences: list[tuple[int, int]] = []
+    tables: list[tuple[int, int]] = []
+    headers: list[Header] = []
+    cuts: list[int] = []
+    # paragraph starts: the line after one or more blank lines
+    blanks = [m.end() for m in _AFTER_BLANK.finditer(text, max(body_start - 1, 0))]
+    starts = [body_start] if body_start < n else []
+    starts += [m.end() for m in _STRUCTURE_LINE.finditer(text, max(body_start - 1, 0)) if m.end() > body_start]
+    boundary = body_start  # start of the current paragraph, from block ends seen so far
+    table_end = -1
+    k, n_starts = 0, len(starts)
+    while k < n_starts:
+        pos = starts[k]
+        k += 1
+        if pos < table_end:
+            continue
+        eol = text.find("\n", pos)
+        if eol < 0:
+            eol = n
+        nxt = min(eol + 1, n)
+        line = text[pos:eol]
+        s = line.lstrip(" \t")
+        if not s:
+            continue
+        c = s[0]
+        if c in "`~":
+            fm = _FENCE.match(s)
+            if fm and not (c == "`" and "`" in fm.group(2)):  # else inline code, not a fence
+                end = _fence_end(text, nxt, c, len(fm.group(1)))
+                fences.append((pos, end))
+                cuts.append(pos)
+                cuts.append(end)
+                boundary = end
+                k = bisect.bisect_left(starts, end, k)  # nothing inside a fence is structure
+            continue
+        indent = len(line) - len(s)
+        if indent > 3 or (indent and "\t" in line[:indent]):
+            continue  # indented code or a continuation line: never a header
+        if c == "#":
+            am = _ATX.match(s)
+            if am:
+                headers.append(Header(pos, nxt, len(am.group(1)), clean_title(am.group(2) or "")))
+                cuts.append(pos)
+                boundary = nxt
+            continue
+        para_start = max(boundary, _last_before(blanks, pos))
+        if c in "=-|:":  # a paragraph never spans a blank line (one before an indented line, say)
+            for bm in _BLANK_LINE.finditer(text, para_start, pos):
+                para_start = bm.end()
+        if c in "=-" and _SETEXT.match(s):
+            para = text[para_start:pos]
+            if para_start < pos and para.strip() and not _NOT_PARAGRAPH.match(para):
+                title = clean_title(" ".join(x.strip() for x in para.splitlines()))
+                headers.append(Header(para_start, nxt, 1 if c == "=" else 2, title))
+                cuts.append(para_start)
+                boundary = nxt
+            elif c == "-" and len(s.rstrip()) >= 3:  # thematic break
+                cuts.append(pos)
+                boundary = nxt
+        elif c in "*_-" and _BREAK.match(s):
+            cuts.append(pos)
+            boundary = nxt
+        elif c in "|:-" and _DELIM.match(s):
+            hstart = text.rfind("\n", 0, max(pos - 1, 0)) + 1
+            header_row = text[hstart : max(pos - 1, hstart)]
+            if para_start <= hstart < pos and "|" in header_row and header_row.strip():
+                end = nxt
+                while end < n:
+                    nl = text.find("\n", end)
+                    row = text[end : n if nl < 0 else nl]
+                    if not row.strip() or "|" not in row:
+                        break
+                    end = n if nl < 0 else nl + 1
+                tables.append((hstart, end))
+                cuts.append(hstart)
+                cuts.append(end)
+                table_end = boundary = end
+    blocks = fences + tables
+    if blocks:  # paragraph starts inside fenced code or a table are not cuts
+        blocks.sort()
+        bs = [b[0] for b in blocks]
+        blanks = [p for p in blanks if not _within(p, blocks, bs)]
+    content_start = _first_content_line(text, body_start)
+    top = [h for h in headers if h.level <= 3]
+    sections = _sections(text, content_start, top)
+    forced = {x.start for x in sections} | {content_start, n}
+    ok = set(forced)
+    for c in cuts:
+        if content_start < c < n and text[c - 1] == "\n" and not text[c].isspace():
+            ok.add(c)  # a safe cut (see sizing.is_safe_cut)
+    ok.update(p for p in blanks if content_start < p < n)  # _AFTER_BLANK only yields safe cuts
+    return Structure(content_start, sections, sorted(ok), fences, tables, headers)
+
+
+def _last_before(sorted_pos: list[int], pos: int) -> int:
+    k = bisect.bisect_right(sorted_pos, pos) - 1
+    return sorted_pos[k] if k >= 0 else 0
+
+
+def _within(pos: int, blocks: list[tuple[int, int]], block_starts: list[int]) -> bool:
+    k = bisect.bisect_right(block_starts, pos) - 1
+    return k >= 0 and blocks[k][0] < pos < blocks[k][1]
+
+
+_NON_SPACE = re.compile(r"\S")
+
+
+def _fence_end(text: str, pos: int, char: str, length: int) -> int:
+    """Start of the line after the fence closing at or after ``pos``; an unclosed fence runs to the end."""
+    marker = char * length
+    n = len(text)
+    while True:
+        j = text.find(marker, pos)
+        if j < 0:
+            return n
+        ls = text.rfind("\n", 0, j) + 1
+        eol = text.find("\n", j)
+        eol = n if eol < 0 else eol
+        if not text[ls:j].strip(" \t") and not text[j:eol].strip().strip(char):
+            return min(eol + 1, n)
+        pos = eol + 1 if eol < n else n
+        if pos >= n:
+            return n
+
+
+def _first_content_line(text: str, pos: int) -> int:
+    """Start of the first line at or after ``pos`` that is not blank."""
+    m = _NON_SPACE.search(text, pos)
+    if not m:
+        return len(text)
+    k = text.rfind("\n", pos, m.start())
+    return pos if k < 0 else k + 1
+
+
+def _sections(text: str, content_start: int, headers: list[Header]) -> list[Section]:
+    sections: list[Section] = []
+    n = len(text)
+    starts = [h.start for h in headers]
+    if content_start < n and (not headers or text[content_start : starts[0]].strip()):
+        sections.append(Section(content_start, starts[0] if headers else n, (), PREAMBLE_ID))
+    stack: list[Header] = []
+    seen: dict[str, int] = {}
+    for i, h in enumerate(headers):
+        while stack and stack[-1].level >= h.level:
+            stack.pop()
+        stack.append(h)
+        path = tuple(x.title for x in stack)
+        sid = "/".join(slug(t) for t in path)
+        seen[sid] = seen.get(sid, 0) + 1
+        if seen[sid] > 1 or sid == PREAMBLE_ID and sections and sections[0].section_id == PREAMBLE_ID:
+            sid = f"{sid}~{seen[sid]}"
+        end = starts[i + 1] if i + 1 < len(headers) else n
+        sections.append(Section(h.start, end, path, sid))
+    return sections
+
+
+class MarkdownChunker:
+    """Header-path chunking of Markdown with fusing, overlap splits and the token cap.
+
+    ``MarkdownChunker()`` uses tokens (min 256, max 512, overlap 32);
+    ``MarkdownChunker(min_char=1024, max_char=2048, chunk_overlap=128)`` is the seed's
+    character budget. Either way no chunk exceeds ``MAX_CHUNK_TOKENS``.
+    """
+
+    def __init__(
+        self,
+        min_tokens: int = DEFAULT_MIN_TOKENS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+        *,
+        min_char: int | None = None,
+        max_char: int | None = None,
+        chunk_overlap: int | None = None,
+        cap: int = MAX_CHUNK_TOKENS,
+    ) -> None:
+        chars = (min_char, max_char, chunk_overlap)
+        if any(v is not None for v in chars):
+            unit: Unit = "chars"
+            self.budget = Budget(
+                "chars",
+                max_size=SEED_MAX_CHAR if max_char is None else max_char,
+                overlap=SEED_OVERLAP_CHARS if chunk_overlap is None else chunk_overlap,
+                min_size=SEED_MIN_CHAR if min_char is None else min_char,
+                cap=cap,
+            )
+        else:
+            unit = "tokens"
+            self.budget = Budget("tokens", max_tokens, overlap_tokens, min_tokens, cap)
+        self.unit = unit
+
+    # -- entry point ----------------------------------------------------------------
+    def __call__(self, doc: SourceDocument) -> list[ChunkDraft]:
+        text = doc.text
+        payload = doc.payload or {}
+        body_start = payload.get("body_start")
+        front = payload.get("front_matter")
+        if body_start is None:
+            fm = split_front_matter(text)
+            body_start, front = fm.end, (fm.data or None)
+        # the structure is parsed on a worker thread while this one encodes the text
+        tokens, st = encode_while(text, lambda: parse_structure(text, int(body_start)))
+        if not st.sections:
+            return []
+        ac = CutCounter(text, tokens, st.cuts)
+        for s in st.sections:
+            s.tokens = ac.count(s.start, s.end)
+        base_meta: dict[str, Any] = {"title": doc.title, "path": doc.record_id}
+        if front:
+            base_meta["front_matter"] = front
+        drafts: list[ChunkDraft] = []
+        for unit in self._fuse(st.sections, ac):
+            drafts.extend(self._draft_unit(doc, st, ac, unit, base_meta))
+        return drafts
+
+    # -- stage 2: fuse ----------------------------------------------------------------
+    def _fits(self, chars: int, tokens: int) -> bool:
+        return self.budget.fits(chars, tokens)
+
+    def _small(self, chars: int, tokens: int) -> bool:
+        return self.budget.size(chars, tokens) < self.budget.min_size
+
+    def _fuse(self, sections: list[Section], ac: CutCounter) -> list[list[Section]]:
+        groups: list[list[Section]] = [[sections[0]]]
+        for s in sections[1:]:
+            cur = groups[-1]
+            c_chars, c_tok = s.start - cur[0].start, ac.count(cur[0].start, s.start)
+            both_chars, both_tok = s.end - cur[0].start, ac.count(cur[0].start, s.end)
+            if (self._small(c_chars, c_tok) or self._small(s.chars, s.tokens)) and self._fits(both_chars, both_tok):
+                cur.append(s)
+            else:
+                groups.append([s])
+        # a small group in front of a section that must be split travels with the split
+        out: list[list[Section]] = []
+        for g in groups:
+            if out:
+                prev = out[-1]
+                p_chars, p_tok = prev[-1].end - prev[0].start, ac.count(prev[0].start, prev[-1].end)
+                g_chars, g_tok = g[-1].end - g[0].start, ac.count(g[0].start, g[-1].end)
+                if self._small(p_chars, p_tok) and not self._fits(g_chars, g_tok) and len(g) == 1:
+                    out[-1] = prev + g
+                    continue
+                if self._small(g_chars, g_tok) and g is groups[-1]:
+                    both = g[-1].end - prev[0].start, ac.count(prev[0].start, g[-1].end)
+                    if self._fits(*both):
+                        out[-1] = prev + g
+                        continue
+            out.append(g)
+        return out
+
+    # -- stage 3: draft one unit --------------------------------------------------------
+    def _draft_unit(
+        self, doc: SourceDocument, st: Structure, ac: CutCounter, unit: list[Section], base: dict[str, Any]
+    ) -> list[ChunkDraft]:
+        text = doc.text
+        start, end = unit[0].start, unit[-1].end
+        tokens = ac.count(start, end)
+        sid = unit[0].section_id
+        if self._fits(end - start, tokens):
+            return [self._draft(sid, text, ((start, end),), text[start:end], tokens, unit, base)]
+        pieces = self._split(text, st, ac, start, end)
+        drafts = []
+        for k, (spans, piece_text, n) in enumerate(pieces, 1):
+            meta_sections = [s for s in unit if s.start < spans[-1][1] and s.end > spans[0][0]]
+            d = self._draft(f"{sid}.part.{k}", text, spans, piece_text, n, meta_sections or unit[:1], base,
+                            part=(k, len(pieces)))
+            drafts.append(d)
+        return drafts
+
+    @staticmethod
+    def _draft(
+        sid: str,
+        text: str,
+        spans: tuple[tuple[int, int], ...],
+        chunk_text: str,
+        tokens: int,
+        sections: list[Section],
+        base: dict[str, Any],
+        part: tuple[int, int] | None = None,
+    ) -> ChunkDraft:
+        first = spans[0][0]
+        at_start = [s for s in sections if s.start <= first] or sections[:1]
+        meta = dict(base)
+        meta["headers"] = list(at_start[-1].path)
+        meta["header_paths"] = [list(s.path) for s in sections]
+        meta["section_ids"] = [s.section_id for s in sections]
+        if part:
+            meta["part"], meta["parts"] = part
+        return ChunkDraft(
+            section_id=sid,
+            chunk_type=ChunkType.DOC_SECTION,
+            text=chunk_text,
+            spans=spans,
+            token_count=tokens,
+            metadata=meta,
+        )
+
+    # -- splitting ------------------------------------------------------------------
+    def _atoms(self, st: Structure, start: int, end: int, text: str) -> list[Atom]:
+        i, j = bisect.bisect_left(st.cuts, start), bisect.bisect_left(st.cuts, end)
+        bounds = st.cuts[i : j + 1]
+        heading_ends = {h.start: h.line_end for h in st.headers}
+        atoms: list[Atom] = []
+        carry: int | None = None  # start of heading-only atoms waiting for their content
+        for a, b in zip(bounds, bounds[1:]):
+            if a in heading_ends and not text[heading_ends[a] : b].strip():
+                carry = a if carry is None else carry
+                continue
+            s = a if carry is None else carry
+            carry = None
+            kind = "text"
+            if _overlaps(a, b, st.tables) and any(ts >= a and te <= b for ts, te in st.tables):
+                kind = "table" if not _overlaps(a, b, st.fences) else "code"
+            elif _overlaps(a, b, st.fences):
+                kind = "code"
+            atoms.append(Atom(s, b, kind))
+        if carry is not None:
+            if atoms:
+                last = atoms.pop()
+                atoms.append(Atom(last.start, end, last.kind))
+            else:
+                atoms.append(Atom(carry, end, "text"))
+        return atoms
+
+    def _split(
+        self, text: str, st: Structure, ac: CutCounter, start: int, end: int
+    ) -> list[tuple[tuple[tuple[int, int], ...], str, int]]:
+        b = self.budget
+        forbidden = st.fences + st.tables
+        out: list[tuple[tuple[tuple[int, int], ...], str, int]] = []
+
+        def emit(s: int, e: int, n: int) -> None:
+            out.append((((s, e),), text[s:e], n))
+
+        ov: int | None = None  # overlap start for the next piece
+        cur: tuple[int, int] | None = None  # (start, end) of the piece being packed
+        for atom in self._atoms(st, start, end, text):
+            a_tok = ac.count(atom.start, atom.end)
+            if cur is not None:
+                if b.fits(atom.end - cur[0], ac.count(cur[0], atom.end)):
+                    cur = (cur[0], atom.end)
+                    continue
+                emit(cur[0], cur[1], ac.count(cur[0], cur[1]))
+                ov = self._overlap(text, cur, forbidden)
+                cur = None
+            if b.fits(atom.end - atom.start, a_tok):
+                s = atom.start
+                if ov is not None and b.fits(atom.end - ov, ac.count(ov, atom.end)):
+                    s = ov
+                cur, ov = (s, atom.end), None
+                continue
+            # the atom alone is over max_size
+            if atom.kind != "text" and a_tok <= b.cap:
+                emit(atom.start, atom.end, a_tok)  # whole fence / table: never cut below the cap
+                ov = None
+            elif atom.kind == "table":
+                out.extend(self._split_table(text, st, atom))
+                ov = None
+            elif atom.kind == "code":
+                for p in split_range(text, atom.start, atom.end, b):
+                    emit(p.start, p.end, p.tokens)
+                ov = None
+            else:
+                limit = max(1, b.max_size - b.overlap)
+                prev: tuple[int, int] | None = None
+                for p in split_range(text, atom.start, atom.end, b, limit):
+                    s = p.start
+                    if prev is not None:
+                        s = self._overlap(text, prev, forbidden) or p.start
+                    elif ov is not None:
+                        s = ov
+                    n = p.tokens if s == p.start else count_tokens(text[s : p.end])
+                    if not b.fits(p.end - s, n, b.max_size + b.overlap):
+                        s, n = p.start, p.tokens
+                    emit(s, p.end, n)
+                    prev = (p.start, p.end)
+                ov = self._overlap(text, prev, forbidden) if prev else None
+                if ov is not None and ov >= atom.end:
+                    ov = None
+        if cur is not None:
+            emit(cur[0], cur[1], ac.count(cur[0], cur[1]))
+        return out
+
+    def _overlap(self, text: str, piece: tuple[int, int], forbidden: list[tuple[int, int]]) -> int | None:
+        s, e = piece
+        end = e
+        while end > s and text[end - 1].isspace():
+            end -= 1
+        if any(a < end <= b or a <= s and end <= b for a, b in forbidden):  # ends in a fence/table
+            return None
+        p = overlap_start(text, s, end, self.budget, forbidden)
+        return None if p >= end else p
+
+    def _split_table(self, text: str, st: Structure, atom: Atom) -> list[tuple[tuple[tuple[int, int], ...], str, int]]:
+        """Rows packed under the budget; every piece after the first repeats the header rows."""
+        b = self.budget
+        ts, te = next((a, c) for a, c in st.tables if atom.start <= a and c <= atom.end)
+        out: list[tuple[tuple[tuple[int, int], ...], str, int]] = []
+
+        def verbatim(s: int, e: int) -> None:
+            for p in split_range(text, s, e, b):
+                out.append((((p.start, p.end),), text[p.start : p.end], p.tokens))
+
+        if text[atom.start : ts].strip():  # text before the table in the same block
+            verbatim(atom.start, ts)
+        l2 = text.index("\n", text.index("\n", ts) + 1) + 1  # past the delimiter row
+        header = text[ts:l2]
+        rows: list[tuple[int, int]] = []
+        p = l2
+        while p < te:
+            nl = text.find("\n", p)
+            q = te if nl < 0 or nl + 1 > te else nl + 1
+            rows.append((p, q))
+            p = q
+        counts = count_many([text[a:c] for a, c in rows])
+        h_tok = count_tokens(header)
+        group: list[int] = []
+
+        def flush() -> None:
+            if not group:
+                return
+            rs, r_end = rows[group[0]][0], rows[group[-1]][1]
+            if not out or out[-1][0][0][0] < ts:  # the first piece is a verbatim slice from the header
+                out.append((((ts, r_end),), text[ts:r_end], count_tokens(text[ts:r_end])))
+            else:
+                composed = header + text[rs:r_end]
+                out.append((((ts, l2), (rs, r_end)), composed, count_tokens(composed)))
+            group.clear()
+
+        size = [len(header), h_tok]
+        for i, (a, c) in enumerate(rows):
+            if h_tok + counts[i] > b.cap:  # one row over the cap even alone: cut the row itself
+                flush()
+                size = [len(header), h_tok]
+                verbatim(a, c)
+                continue
+            if group and not b.fits(size[0] + c - a, size[1] + counts[i]):
+                flush()
+                size = [len(header), h_tok]
+            group.append(i)
+            size[0] += c - a
+            size[1] += counts[i]
+        flush()
+        if text[te : atom.end].strip():  # text after the table in the same block
+            verbatim(te, atom.end)
+        return out
+
+
+def _overlaps(a: int, b: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(s < b and e > a for s, e in ranges)
+
+
+chunk_markdown = MarkdownChunker()
+"""The registry's docs chunker: token budget 256/512/32 and the 1,500-token cap."""

@@ -1,0 +1,32 @@
+"""``osha_safety`` chunk tree: ``osha_case_summary`` → one ``osha_citation`` per citation.
+
+- ``summary`` (``osha_case_summary``): case envelope (inspection, establishment,
+  site, NAICS, type, dates, citation list, penalty totals) plus the case summary.
+- ``citation.{citation_id}`` (``osha_citation``): one per citation item, child of
+  ``summary``; the id is OSHA's own citation/item/group number (``01001``,
+  ``01002A``), so it is stable whatever the order of the citations in the record.
+
+Chunks are verbatim, non-overlapping blocks; a block over 1,500 tokens is cut by
+:func:`section_drafts` (``….part.{k}``).
+"""
+
+from __future__ import annotations
+
+from ..contract import ChunkType
+from ..documents import SourceDocument
+from ..rows import ChunkDraft
+from ..sources.osha import render_case
+from .record_view import rendering_of, section_drafts
+
+SUMMARY_SECTION = "summary"
+
+
+def chunk_osha_case(doc: SourceDocument) -> list[ChunkDraft]:
+    r = rendering_of(doc, render_case)
+    env = r.parts[0]
+    drafts = section_drafts(doc.text, env.start, env.end, SUMMARY_SECTION, ChunkType.OSHA_CASE_SUMMARY,
+                            root=True, metadata={"inspection_id": doc.payload["inspection_id"]})
+    for p in r.parts[1:]:
+        drafts += section_drafts(doc.text, p.start, p.end, f"citation.{p.key}", ChunkType.OSHA_CITATION,
+                                 parent=SUMMARY_SECTION, metadata=p.meta)
+    return drafts

@@ -1,0 +1,255 @@
+"""Size budgets for the structure-aware chunkers (docs, email): tokens or characters.
+
+The seed's chunkers measure in characters (``min_char=1024, max_char=2048``); the
+contract measures in cl100k tokens and caps every chunk at 1,500. A :class:`Budget`
+carries one unit for the soft sizes (tokens by default, characters for seed
+compatibility) while the token cap is always enforced.
+
+Counting is exact and encodes each character of a document once (:class:`CutCounter`):
+chunkers cut at positions just after a newline that is followed by a non-space
+character, where cl100k's pre-tokenizer always starts a new piece, so the count of
+any run between two such cuts is a difference of token indices.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Literal, TypeVar
+
+import numpy as np
+
+from ..contract import MAX_CHUNK_TOKENS
+from ..splitting import bounded_split
+from ..tokens import TokenizedText, _vocab_tables, count_tokens, encoding
+
+Unit = Literal["tokens", "chars"]
+T = TypeVar("T")
+
+# Below this many characters a second thread costs more than it saves.
+_PARALLEL_MIN_CHARS = 8_000
+_pool: ThreadPoolExecutor | None = None
+
+
+def _worker() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(1, thread_name_prefix="codex-encode")
+    return _pool
+
+
+def count_many(texts: Sequence[str]) -> list[int]:
+    """Exact cl100k counts of many texts."""
+    enc = encoding()
+    return [len(enc.encode_ordinary(t)) for t in texts]
+
+
+def is_safe_cut(text: str, pos: int) -> bool:
+    """True where cl100k always starts a new piece: text ends, or after ``\\n`` before non-space."""
+    return pos <= 0 or pos >= len(text) or (text[pos - 1] == "\n" and not text[pos].isspace())
+
+
+def encode(text: str) -> np.ndarray:
+    """cl100k tokens of ``text`` (``encode_ordinary``, as one numpy buffer)."""
+    return encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+
+
+def encode_while(text: str, work: Callable[[], T]) -> tuple[np.ndarray, T]:
+    """Encode ``text`` on this thread while ``work()`` runs on a worker thread.
+
+    tiktoken releases the GIL while it encodes, so a chunker's pure-Python parse of
+    the document's structure costs no wall time beside the encode it needs anyway.
+    Short texts are done one after the other: a thread hop would cost more.
+    """
+    if len(text) < _PARALLEL_MIN_CHARS:
+        return encode(text), work()
+    future = _worker().submit(work)
+    tokens = encode(text)
+    return tokens, future.result()
+
+
+class CutCounter:
+    """Exact token counts of slices of one document from its single encoding.
+
+    ``cuts`` are positions a chunker may start or end chunks at; those that are safe
+    (:func:`is_safe_cut`) get their token index in one vectorized lookup, so the count
+    of a slice between two safe cuts is an index difference. Any other slice is
+    encoded on its own, so every count is exact.
+    """
+
+    def __init__(self, text: str, tokens: np.ndarray, cuts: Sequence[int]) -> None:
+        self.text = text
+        safe = [c for c in cuts if is_safe_cut(text, c)]
+        byte_end = np.cumsum(_vocab_tables().byte_len[tokens]) if len(tokens) else np.zeros(0, np.int64)
+        pos = np.asarray(safe, dtype=np.int64)
+        if not text.isascii() and len(pos):
+            cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+            utf8 = 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000)
+            pos = np.concatenate(([0], np.cumsum(utf8)))[pos]
+        index = np.searchsorted(byte_end, pos, side="right")
+        self.index: dict[int, int] = dict(zip(safe, index.tolist()))
+
+    def count(self, start: int, end: int) -> int:
+        """Exact token count of ``text[start:end]``."""
+        if end <= start:
+            return 0
+        i, j = self.index.get(start), self.index.get(end)
+        if i is not None and j is not None:
+            return j - i
+        return count_tokens(self.text[start:end])
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Soft sizes in one unit plus the hard token cap."""
+
+    unit: Unit
+    max_size: int
+    overlap: int = 0
+    min_size: int = 0
+    cap: int = MAX_CHUNK_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("tokens", "chars"):
+            raise ValueError(f"unit must be 'tokens' or 'chars', got {self.unit!r}")
+        if self.max_size <= 0 or not 0 <= self.min_size <= self.max_size:
+            raise ValueError(f"need 0 <= min_size <= max_size and max_size > 0, got {self.min_size}/{self.max_size}")
+        if not 0 <= self.overlap < self.max_size // 2 + 1:
+            raise ValueError(f"overlap {self.overlap} must be under half of max_size {self.max_size}")
+        if self.unit == "tokens" and self.max_size > self.cap:
+            raise ValueError(f"max_size {self.max_size} tokens is over the {self.cap}-token cap")
+
+    def size(self, chars: int, tokens: int) -> int:
+        return tokens if self.unit == "tokens" else chars
+
+    def fits(self, chars: int, tokens: int, limit: int | None = None) -> bool:
+        """Within ``limit`` (default ``max_size``) in the budget's unit and under the cap."""
+        return self.size(chars, tokens) <= (self.max_size if limit is None else limit) and tokens <= self.cap
+
+
+@dataclass(frozen=True)
+class Piece:
+    start: int
+    end: int
+    tokens: int
+
+
+# Boundary levels for character-unit splitting, coarsest first (as bounded_split).
+_CHAR_LEVELS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\n[ \t]*\n\s*"),
+    re.compile(r"\n\s*"),
+    re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+"),
+    re.compile(r"(?<=[,;:—–])\s+"),
+    re.compile(r"\s+"),
+)
+
+
+def _trim(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+def _char_split(text: str, s: int, e: int, limit: int, level: int = 0) -> list[tuple[int, int]]:
+    """Pieces of at most ``limit`` characters cut at the coarsest boundary that works."""
+    s, e = _trim(text, s, e)
+    if s >= e:
+        return []
+    if e - s <= limit:
+        return [(s, e)]
+    if level >= len(_CHAR_LEVELS):
+        return [(a, min(a + limit, e)) for a in range(s, e, limit)]
+    units, pos = [], s
+    for m in _CHAR_LEVELS[level].finditer(text, s, e):
+        if m.start() > pos:
+            units.append((pos, m.start()))
+        pos = m.end()
+    if pos < e:
+        units.append((pos, e))
+    if len(units) <= 1:
+        return _char_split(text, s, e, limit, level + 1)
+    out: list[tuple[int, int]] = []
+    cur: tuple[int, int] | None = None
+    for us, ue in units:
+        if ue - us > limit:
+            if cur:
+                out.append(cur)
+                cur = None
+            out.extend(_char_split(text, us, ue, limit, level + 1))
+        elif cur and ue - cur[0] <= limit:
+            cur = (cur[0], ue)
+        else:
+            if cur:
+                out.append(cur)
+            cur = (us, ue)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def split_range(text: str, start: int, end: int, budget: Budget, limit: int | None = None) -> list[Piece]:
+    """Cut ``text[start:end]`` into verbatim pieces within ``limit`` (default ``max_size``).
+
+    Tokens: :func:`bounded_split` (paragraph → line → sentence → clause → word) on the
+    range encoded once. Characters: the same boundary levels by length. Either way
+    every piece is then held to the token cap, so the cap always holds.
+    """
+    limit = budget.max_size if limit is None else limit
+    sub = text[start:end]
+    tt = TokenizedText(sub)
+    if budget.unit == "tokens":
+        cap = min(limit, budget.cap)
+        target = max(1, min(cap, int(cap * 0.92)))
+        return [Piece(start + p.start, start + p.end, p.tokens) for p in bounded_split(tt, 0, len(sub), cap, target)]
+    pieces: list[Piece] = []
+    for s, e in _char_split(sub, 0, len(sub), max(1, limit)):
+        n = tt.count(s, e)
+        if n > budget.cap:
+            pieces.extend(Piece(start + p.start, start + p.end, p.tokens) for p in bounded_split(tt, s, e, budget.cap))
+        else:
+            pieces.append(Piece(start + s, start + e, n))
+    return pieces
+
+
+_WORD_START = re.compile(r"(?<=\s)\S")
+
+
+def overlap_start(text: str, start: int, end: int, budget: Budget, forbidden: Sequence[tuple[int, int]] = ()) -> int:
+    """Where the next piece should start so it repeats about ``budget.overlap`` of ``text[start:end]``.
+
+    Returns the earliest line start (else word start) inside the range whose tail is
+    within the overlap; ``end`` means no overlap. A position inside a ``forbidden``
+    range (code fence, table) is never used, so overlaps never begin mid-block.
+    """
+    if budget.overlap <= 0 or end <= start:
+        return end
+    window = budget.overlap * (8 if budget.unit == "tokens" else 1)
+    lo = max(start, end - window)
+
+    def allowed(p: int) -> bool:
+        return not any(a < p < b for a, b in forbidden)
+
+    def size(p: int) -> int:
+        return count_tokens(text[p:end]) if budget.unit == "tokens" else end - p
+
+    lines = [m.start() for m in re.finditer(r"(?<=\n)[^\s]", text[lo:end])]
+    for cand in (p + lo for p in lines):
+        if cand > start and allowed(cand) and text[cand:end].strip() and size(cand) <= budget.overlap:
+            return cand
+    words = [m.start() for m in _WORD_START.finditer(text, lo, end)]
+    words = [p for p in words if p > start and allowed(p)]
+    # sizes fall as the start moves right: binary search the earliest that fits
+    a, b = 0, len(words)
+    while a < b:
+        mid = (a + b) // 2
+        if size(words[mid]) <= budget.overlap:
+            b = mid
+        else:
+            a = mid + 1
+    if a < len(words) and text[words[a]:end].strip():
+        return words[a]
+    return end

@@ -1,0 +1,64 @@
+"""Sensors that keep partitions in step with the chunking and embedding versions."""
+
+import json
+from collections.abc import Sequence
+
+import dagster as dg
+
+from ..registry import DATASETS, DatasetSpec
+from ..staleness import stale_partitions
+from .resources import CodexWarehouse, EmbeddingSettings
+
+MAX_RUNS_PER_TICK = 5
+
+
+def build_version_sensor(
+    specs: Sequence[DatasetSpec] = DATASETS, max_runs_per_tick: int = MAX_RUNS_PER_TICK
+) -> dg.SensorDefinition:
+    """Request the runs that bring every stale partition up to date.
+
+    A partition is stale when its chunks were built with another `chunking_version`
+    (re-chunk and re-embed), or its embeddings with another model/version, or before
+    its chunks were rewritten (re-embed). At most ``max_runs_per_tick`` runs per
+    tick; the cursor remembers what was requested so an in-flight partition is not
+    asked for again, and run keys make Dagster drop any duplicate.
+    """
+    chunked = [s for s in specs if s.chunked]
+    targets = [dg.AssetKey([s.name, t]) for s in chunked for t in ("chunks", "embeddings")]
+
+    @dg.sensor(
+        name="codex_version_sensor",
+        target=dg.AssetSelection.assets(*targets),
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Re-chunks and re-embeds partitions built with an older chunking_version or embedding model/version.",
+    )
+    def version_sensor(
+        context: dg.SensorEvaluationContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings
+    ) -> dg.SensorResult:
+        embedder = embedding.build()
+        stale = stale_partitions(warehouse.get(), chunked, embedder.model, embedder.version)
+        requested: list[str] = json.loads(context.cursor)["requested"] if context.cursor else []
+        stale_keys = {s.run_key for s in stale}
+        pending = [s for s in stale if s.run_key not in requested]
+        batch = pending[:max_runs_per_tick]
+        runs = [
+            dg.RunRequest(
+                run_key=s.run_key,
+                partition_key=s.day.isoformat(),
+                asset_selection=[dg.AssetKey([s.dataset, t]) for t in (("chunks", "embeddings") if s.target == "chunks" else ("embeddings",))],
+                tags={"codex/reason": s.reason, "codex/dataset": s.dataset, "codex/trigger": "version_sensor"},
+            )
+            for s in batch
+        ]
+        # forget keys that are no longer stale (their runs finished) so the cursor stays small
+        cursor = json.dumps({"requested": [k for k in requested if k in stale_keys] + [s.run_key for s in batch]})
+        if not runs:
+            return dg.SensorResult(skip_reason=f"{len(stale)} stale partition(s), all already requested" if stale else "every partition is up to date", cursor=cursor)
+        context.log.info(f"requesting {len(runs)} of {len(pending)} pending stale partition(s)")
+        return dg.SensorResult(run_requests=runs, cursor=cursor)
+
+    return version_sensor
+
+
+version_sensor = build_version_sensor()

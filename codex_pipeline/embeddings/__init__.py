@@ -1,0 +1,110 @@
+"""Embeddings for chunk tables: one interface, an OpenAI and a local model, reuse rules.
+
+Nothing here imports Dagster; the assets call :func:`make_embedder` and
+:func:`embed_partition`. Importing this package does not import torch or the
+OpenAI client: each embedder module is loaded when it is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from .base import (
+    BatchCallback,
+    EmbedResult,
+    Embedder,
+    EmbeddingError,
+    EmbeddingFailed,
+    EmptyInput,
+    InputTooLong,
+    InvalidResponse,
+    MissingAPIKey,
+    WeightsMismatch,
+)
+from .reuse import (
+    EmbedCounts,
+    EmbedOutcome,
+    EmbeddingCheckpoint,
+    EmbeddingPlan,
+    VectorLookup,
+    checkpoint_schema,
+    embed_partition,
+    embeddings_schema,
+    input_hash,
+    input_hashes,
+    plan_embeddings,
+)
+
+if TYPE_CHECKING:
+    from .local_minilm import LocalMiniLMEmbedder
+    from .openai_client import OpenAIEmbedder, RetryPolicy
+
+EMBEDDER_ENV = "CODEX_EMBEDDER"
+KINDS = ("local", "openai")
+
+
+def make_embedder(kind: str | None = None, **opts: Any) -> Embedder:
+    """An embedder from configuration.
+
+    ``kind`` is ``"local"`` (all-MiniLM-L6-v2, the default: no key, no network) or
+    ``"openai"`` (text-embedding-3-large at 1536 dimensions); when ``None`` it is
+    read from ``$CODEX_EMBEDDER`` (default ``local``). ``opts`` go to the class:
+    :class:`~.local_minilm.LocalMiniLMEmbedder` or
+    :class:`~.openai_client.OpenAIEmbedder`; for ``openai`` a ``retry`` given as a
+    dict becomes a :class:`~.openai_client.RetryPolicy`.
+    """
+    kind = (kind or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+    if kind == "local":
+        from .local_minilm import LocalMiniLMEmbedder
+
+        return LocalMiniLMEmbedder(**opts)
+    if kind == "openai":
+        from .openai_client import OpenAIEmbedder, RetryPolicy
+
+        if isinstance(opts.get("retry"), dict):
+            opts["retry"] = RetryPolicy(**opts["retry"])
+        return OpenAIEmbedder(**opts)
+    raise ValueError(f"unknown embedder kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def __getattr__(name: str) -> Any:  # lazy: keep torch / openai out of a bare import
+    if name == "LocalMiniLMEmbedder":
+        from .local_minilm import LocalMiniLMEmbedder
+
+        return LocalMiniLMEmbedder
+    if name in ("OpenAIEmbedder", "RetryPolicy"):
+        from . import openai_client
+
+        return getattr(openai_client, name)
+    raise AttributeError(name)
+
+
+__all__ = [
+    "BatchCallback",
+    "EmbedCounts",
+    "EmbedOutcome",
+    "EmbedResult",
+    "Embedder",
+    "EmbeddingCheckpoint",
+    "EmbeddingError",
+    "EmbeddingFailed",
+    "EmbeddingPlan",
+    "EmptyInput",
+    "InputTooLong",
+    "InvalidResponse",
+    "KINDS",
+    "LocalMiniLMEmbedder",
+    "MissingAPIKey",
+    "OpenAIEmbedder",
+    "RetryPolicy",
+    "VectorLookup",
+    "WeightsMismatch",
+    "checkpoint_schema",
+    "embed_partition",
+    "embeddings_schema",
+    "input_hash",
+    "input_hashes",
+    "make_embedder",
+    "plan_embeddings",
+]

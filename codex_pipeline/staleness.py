@@ -1,0 +1,71 @@
+"""Which materialized partitions were built with something other than today's versions.
+
+Reads only Parquet footers: each chunks (or quarantine) file carries the
+``chunking_version`` it was built with, each embeddings file its model and version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .registry import DatasetSpec
+from .storage import Warehouse
+
+
+@dataclass(frozen=True)
+class StalePartition:
+    dataset: str
+    day: dt.date
+    target: str  # "chunks" (re-chunk, then re-embed) or "embeddings" (re-embed only)
+    reason: str
+    run_key: str  # unique per (partition, what it must be brought up to)
+
+
+def stale_partitions(
+    wh: Warehouse, specs: Iterable[DatasetSpec], embedding_model: str, embedding_version: str
+) -> list[StalePartition]:
+    """Every partition whose chunks or embeddings are out of date, oldest day first."""
+    out: list[StalePartition] = []
+    for spec in specs:
+        if not spec.chunked:
+            continue
+        chunks = wh.partitions(spec.name, "chunks")
+        quarantined = {d: p for d, p in wh.partitions(spec.name, "quarantine").items() if d not in chunks}
+        embeddings = wh.partitions(spec.name, "embeddings")
+        for day, path in sorted({**chunks, **quarantined}.items()):
+            built = wh.stamp(path).get("chunking_version", "unknown")
+            if built != spec.chunking_version:
+                out.append(
+                    StalePartition(
+                        spec.name, day, "chunks",
+                        f"chunking_version {built} -> {spec.chunking_version}",
+                        f"{spec.name}:{day}:chunking_version={spec.chunking_version}",
+                    )
+                )
+                continue
+            if day in quarantined:
+                continue  # failed the contract at this version: nothing to embed
+            emb = embeddings.get(day)
+            stamp = wh.stamp(emb) if emb else {}
+            chunks_mtime = path.stat().st_mtime_ns
+            target = f"{embedding_model}|{embedding_version}"
+            if emb is None:
+                reason = "no embeddings yet"
+            elif (stamp.get("embedding_model"), stamp.get("embedding_version")) != (embedding_model, embedding_version):
+                reason = (
+                    f"embedding {stamp.get('embedding_model')} {stamp.get('embedding_version')} -> "
+                    f"{embedding_model} {embedding_version}"
+                )
+            elif emb.stat().st_mtime_ns < chunks_mtime:
+                reason = "chunks rewritten since they were embedded"
+            else:
+                continue
+            out.append(
+                StalePartition(
+                    spec.name, day, "embeddings", reason,
+                    f"{spec.name}:{day}:embedding={target}:chunks@{chunks_mtime}",
+                )
+            )
+    return out

@@ -1,0 +1,301 @@
+"""docs chunker: golden cases for structure, fusing and splitting; properties over shipped Markdown."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codex_pipeline import pipeline
+from codex_pipeline.chunkers.markdown import MarkdownChunker, chunk_markdown, clean_title, parse_structure
+from codex_pipeline.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.contract_check import validate_chunks
+from codex_pipeline.documents import SourceDocument
+from codex_pipeline.registry import get_dataset
+from codex_pipeline.rows import ChunkDraft
+from codex_pipeline.sources.markdown import load_docs_day, split_front_matter
+from codex_pipeline.tokens import count_tokens
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "docs"
+SAMPLE = ROOT / "codex_pipeline" / "sample_landing" / "docs"
+HTTPX = ROOT.parent / "shared" / "corpora" / "markdown" / "httpx"
+
+
+def doc(text: str, rid: str = "t.md") -> SourceDocument:
+    return SourceDocument(doc_id=f"urn:aprs:docs:{rid}", record_id=rid, text=text, source_file=rid, title="T")
+
+
+def fixture(name: str) -> SourceDocument:
+    return next(d for d in load_docs_day(FIXTURES).documents if d.record_id == name)
+
+
+def para(seed: int, words: int) -> str:
+    vocab = "permit council hearing parcel zoning record export snapshot catalog review".split()
+    return " ".join(vocab[(seed * 7 + i * 3) % len(vocab)] for i in range(words)) + "."
+
+
+def check_drafts(d: SourceDocument, drafts: list[ChunkDraft], cap: int = MAX_CHUNK_TOKENS) -> None:
+    """Contract properties every docs chunk list must have."""
+    assert drafts
+    ids = [x.section_id for x in drafts]
+    assert len(ids) == len(set(ids))
+    body_start = split_front_matter(d.text).end
+    for x in drafts:
+        assert x.chunk_type == ChunkType.DOC_SECTION
+        assert 1 <= x.token_count <= cap
+        assert x.token_count == count_tokens(x.text)
+        assert all(body_start <= s < e <= len(d.text) for s, e in x.spans)
+        if len(x.spans) == 1:
+            s, e = x.spans[0]
+            assert d.text[s:e] == x.text
+        else:
+            assert x.text == "".join(d.text[s:e] for s, e in x.spans)
+    # nothing silently dropped: every non-space character of the body is in some chunk
+    covered = bytearray(len(d.text))
+    for x in drafts:
+        for s, e in x.spans:
+            covered[s:e] = b"\x01" * (e - s)
+    missing = [i for i in range(body_start, len(d.text)) if not covered[i] and not d.text[i].isspace()]
+    assert not missing, repr(d.text[missing[0] : missing[0] + 60])
+
+
+# -- structure ----------------------------------------------------------------------------
+
+
+def test_header_paths_setext_fences_and_front_matter() -> None:
+    d = fixture("guide.md")
+    drafts = MarkdownChunker(min_tokens=0)(d)  # no fusing: one chunk per section
+    got = [(x.section_id, x.metadata["headers"]) for x in drafts]
+    assert got == [
+        ("field-guide", ["Field guide"]),
+        ("field-guide/setup", ["Field guide", "Setup"]),
+        ("field-guide/usage", ["Field guide", "Usage"]),
+        ("field-guide/usage/basic", ["Field guide", "Usage", "Basic"]),
+        ("field-guide/usage/basic~2", ["Field guide", "Usage", "Basic"]),
+        ("field-guide/reference-table", ["Field guide", "Reference table"]),
+        ("appendix", ["Appendix"]),
+    ]
+    setup = drafts[1].text
+    assert "# this is a comment, not a heading\n## neither is this" in setup  # fence lines are not headers
+    assert "# tilde fences hide headers too" in drafts[-1].text
+    assert drafts[0].text.startswith("Field guide\n===========\n")  # front matter kept out of the text
+    assert all(x.metadata["front_matter"]["title"] == "Field guide" for x in drafts)
+    assert drafts[0].metadata["front_matter"]["reviewed"] == "2026-01-15"
+    check_drafts(d, drafts)
+
+
+def test_fused_chunk_keeps_every_sections_header_path() -> None:
+    d = fixture("guide.md")
+    drafts = chunk_markdown(d)
+    assert [x.section_id for x in drafts] == ["field-guide"]  # the whole small guide fuses into one chunk
+    meta = drafts[0].metadata
+    assert meta["headers"] == ["Field guide"]
+    assert meta["header_paths"] == [
+        ["Field guide"],
+        ["Field guide", "Setup"],
+        ["Field guide", "Usage"],
+        ["Field guide", "Usage", "Basic"],
+        ["Field guide", "Usage", "Basic"],
+        ["Field guide", "Reference table"],
+        ["Appendix"],
+    ]
+    assert meta["section_ids"][-1] == "appendix"
+    check_drafts(d, drafts)
+
+
+def test_atx_variants_and_title_cleaning() -> None:
+    text = "# One #\n\n  ## The `Client` *class* {#client}\n\ntext\n\n#not-a-header\n\n####### seven\n\n### [Link](u.md)\n"
+    st_ = parse_structure(text)
+    assert [(h.level, h.title) for h in st_.headers] == [(1, "One"), (2, "The Client class"), (3, "Link")]
+    drafts = MarkdownChunker(min_tokens=0)(doc(text))
+    assert [x.section_id for x in drafts] == ["one", "one/the-client-class", "one/the-client-class/link"]
+    assert clean_title("**Bold** and _it_") == "Bold and it"
+
+
+def test_setext_needs_a_paragraph_and_dashes_after_a_blank_line_are_a_rule() -> None:
+    text = "Title\n=====\n\nintro\n\n---\n\n- item\n---\n\nSub\n---\nbody\n"
+    st_ = parse_structure(text)
+    assert [(h.level, h.title) for h in st_.headers] == [(1, "Title"), (2, "Sub")]
+
+
+def test_preamble_and_h4_stay_inside_sections() -> None:
+    text = "Intro words.\n\n# A\n\n#### deep\n\nmore\n"
+    drafts = MarkdownChunker(min_tokens=0)(doc(text))
+    assert [x.section_id for x in drafts] == ["preamble", "a"]
+    assert drafts[0].metadata["headers"] == []
+    assert "#### deep" in drafts[1].text
+
+
+# -- fusing ----------------------------------------------------------------------------------
+
+
+def test_fuse_adjacent_small_sections_up_to_max() -> None:
+    sections = [f"## S{i}\n\n{para(i, 200)}\n\n" for i in range(3)]
+    d = doc("".join(sections))
+    sizes = [count_tokens(s) for s in sections]
+    assert all(140 < n < 256 for n in sizes)
+    drafts = MarkdownChunker(min_tokens=256, max_tokens=512, overlap_tokens=32)(d)
+    assert [x.section_id for x in drafts] == ["s0", "s2"]
+    assert drafts[0].metadata["header_paths"] == [["S0"], ["S1"]]
+    assert drafts[1].metadata["header_paths"] == [["S2"]]
+    check_drafts(d, drafts)
+
+
+def test_small_parent_travels_with_the_child_that_is_split() -> None:
+    text = "# Parent\n\nShort intro.\n\n## Child\n\n" + "\n\n".join(para(i, 90) for i in range(12)) + "\n"
+    d = doc(text)
+    drafts = chunk_markdown(d)
+    assert drafts[0].section_id == "parent.part.1"
+    assert drafts[0].text.startswith("# Parent\n\nShort intro.\n\n## Child")
+    assert drafts[0].metadata["header_paths"] == [["Parent"], ["Parent", "Child"]]
+    assert drafts[1].metadata["headers"] == ["Parent", "Child"]
+    check_drafts(d, drafts)
+
+
+# -- splitting --------------------------------------------------------------------------------
+
+
+def test_long_section_split_with_overlap() -> None:
+    text = "## Long\n\n" + "\n\n".join(para(i, 90) for i in range(20)) + "\n"
+    d = doc(text)
+    drafts = chunk_markdown(d)
+    assert [x.section_id for x in drafts] == [f"long.part.{k}" for k in range(1, len(drafts) + 1)]
+    assert len(drafts) >= 3
+    for a, b in zip(drafts, drafts[1:]):
+        (a_s, a_e), (b_s, b_e) = a.spans[0], b.spans[0]
+        assert b_s < a_e, "consecutive parts overlap"
+        assert count_tokens(d.text[b_s:a_e]) <= 32 + 2
+    assert all(x.token_count <= 512 + 32 for x in drafts)
+    assert all(x.metadata["parts"] == len(drafts) for x in drafts)
+    check_drafts(d, drafts)
+
+
+def test_tables_and_fences_are_not_cut_below_the_cap() -> None:
+    rows = "\n".join(f"| r{i} | {para(i, 12)} |" for i in range(30))
+    code = "\n".join(f"x_{i} = compute({i})  # step {i}" for i in range(60))
+    text = (
+        f"## Data\n\n{para(1, 60)}\n\n| k | v |\n|---|---|\n{rows}\n\n{para(2, 60)}\n\n"
+        f"```python\n{code}\n```\n\n{para(3, 60)}\n"
+    )
+    d = doc(text)
+    drafts = MarkdownChunker(min_tokens=64, max_tokens=200, overlap_tokens=16)(d)
+    table = next(x for x in drafts if "| k | v |" in x.text)
+    assert f"| r29 | {para(29, 12)} |" in table.text and table.token_count > 200
+    fence = next(x for x in drafts if "```python" in x.text)
+    assert fence.text.rstrip().endswith("```") and "x_59 = compute(59)" in fence.text
+    check_drafts(d, drafts)
+
+
+def test_table_over_the_cap_is_split_by_rows_repeating_the_header() -> None:
+    d = fixture("big-table.md")
+    drafts = chunk_markdown(d)
+    check_drafts(d, drafts)
+    pieces = [x for x in drafts if "BP-" in x.text]
+    assert len(pieces) >= 3
+    header = "| permit | status | notes | fee |\n|--------|--------|-------|----:|\n"
+    assert header in pieces[0].text and len(pieces[0].spans) == 1
+    for x in pieces[1:]:
+        assert len(x.spans) == 2, "a later piece is composed: header rows + its rows"
+        (hs, he), (rs, re_) = x.spans
+        assert d.text[hs:he] == header
+        assert x.text == header + d.text[rs:re_]
+    numbers = [int(n) for x in pieces for n in re.findall(r"BP-(\d{4})", x.text)]
+    assert numbers == list(range(1, 161)), "every row exactly once, in order"
+
+
+def test_code_block_over_the_cap_is_cut_between_lines() -> None:
+    code = "\n".join(f"value_{i} = transform(record_{i}, option={i})" for i in range(700))
+    d = doc(f"# Code\n\n```python\n{code}\n```\n")
+    drafts = chunk_markdown(d)
+    assert len(drafts) > 2
+    for x in drafts:
+        assert not re.search(r"value_\d+ = transform\(record_\d+, option=\d+\)\S", x.text)
+    check_drafts(d, drafts)
+
+
+def test_char_budget_is_the_seeds() -> None:
+    text = "# Guide\n\n" + "\n\n".join(f"## Part {i}\n\n" + "\n\n".join(para(i + k, 40) for k in range(8)) for i in range(6))
+    d = doc(text)
+    chunker = MarkdownChunker(min_char=1024, max_char=2048, chunk_overlap=128)
+    assert chunker.budget.unit == "chars"
+    drafts = chunker(d)
+    assert all(len(x.text) <= 2048 + 128 for x in drafts)
+    assert any(len(x.text) > 1024 for x in drafts)
+    check_drafts(d, drafts)
+
+
+def test_invalid_budgets_are_refused() -> None:
+    with pytest.raises(ValueError):
+        MarkdownChunker(min_tokens=600, max_tokens=512)
+    with pytest.raises(ValueError):
+        MarkdownChunker(max_tokens=2000)
+    with pytest.raises(ValueError):
+        MarkdownChunker(overlap_tokens=400)
+
+
+# -- properties over what the project ships ---------------------------------------------------
+
+
+def shipped_docs() -> list[SourceDocument]:
+    docs = list(load_docs_day(FIXTURES).documents)
+    for day in sorted(p for p in SAMPLE.iterdir() if p.is_dir()):
+        docs.extend(load_docs_day(day).documents)
+    return docs
+
+
+@pytest.mark.parametrize("chunker", [chunk_markdown, MarkdownChunker(min_char=1024, max_char=2048, chunk_overlap=128)],
+                         ids=["tokens", "chars"])
+def test_properties_on_shipped_markdown(chunker: MarkdownChunker) -> None:
+    for d in shipped_docs():
+        first = chunker(d)
+        check_drafts(d, first)
+        again = chunker(d)
+        assert [(x.section_id, x.spans, x.token_count) for x in again] == [
+            (x.section_id, x.spans, x.token_count) for x in first
+        ]
+
+
+def test_contract_rows_pass_the_check_and_ids_are_stable() -> None:
+    spec = get_dataset("docs")
+    docs = shipped_docs()[:3]
+    day = dt.date(2026, 11, 24)
+    a = pipeline.chunk(spec, day, docs)
+    b = pipeline.chunk(spec, day, list(reversed(docs)))
+    report = validate_chunks(a.table, {d.doc_id: d.text for d in docs})
+    assert report.passed, report.failures
+    assert sorted(a.table.column("chunk_id").to_pylist()) == sorted(b.table.column("chunk_id").to_pylist())
+
+
+@pytest.mark.skipif(not HTTPX.is_dir(), reason="shared corpora not present")
+def test_properties_on_httpx_docs() -> None:
+    docs = load_docs_day(HTTPX).documents
+    assert len(docs) >= 23
+    for d in docs:
+        check_drafts(d, chunk_markdown(d))
+
+
+_block = st.one_of(
+    st.tuples(st.integers(1, 6), st.integers(0, 50)).map(lambda t: "#" * t[0] + f" Heading {t[1]}"),
+    st.integers(0, 50).map(lambda i: f"Setext {i}\n" + ("===" if i % 2 else "---")),
+    st.tuples(st.integers(0, 99), st.integers(1, 400)).map(lambda t: para(t[0], t[1])),
+    st.integers(1, 80).map(lambda n: "```\n" + "\n".join(f"# not a header {i}" for i in range(n)) + "\n```"),
+    st.integers(1, 120).map(lambda n: "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {para(i, 8)} |" for i in range(n))),
+    st.just("---"),
+    st.just("  indented line\n    deeper line"),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocks=st.lists(_block, min_size=1, max_size=25), front=st.booleans())
+def test_properties_on_generated_markdown(blocks: list[str], front: bool) -> None:
+    text = ("---\ntitle: gen\n---\n" if front else "") + "\n\n".join(blocks) + "\n"
+    d = doc(text)
+    if not text[split_front_matter(text).end :].strip():
+        return
+    check_drafts(d, chunk_markdown(d))
+    check_drafts(d, MarkdownChunker(min_tokens=32, max_tokens=96, overlap_tokens=8)(d))

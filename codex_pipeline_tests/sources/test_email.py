@@ -1,0 +1,208 @@
+"""email_threads landing: mbox/.eml parsing, rejects, duplicates and thread reconstruction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+from codex_pipeline.email_threads import build_threads, dedup_quotes, display_subject, normalize_subject, thread_id_for
+from codex_pipeline.sources.email import dedupe_messages, load_email_day
+from codex_pipeline.sources.mbox import parse_message, read_mbox, split_mbox
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "email_threads"
+SAMPLE = ROOT / "codex_pipeline" / "sample_landing" / "email_threads"
+CORPUS = ROOT.parent / "shared" / "corpora" / "email"
+
+
+def by_subject(result):
+    return {d.title: d for d in result.documents}
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+def test_pipermail_message_headers() -> None:
+    raw = (
+        b"From: martin at v.loewis.de (=?ISO-8859-1?Q?=22Martin_v=2E_L=F6wis=22?=)\n"
+        b"Date: Sat, 1 Apr 2017 10:17:27 +0200\n"
+        b"Subject: [python-committers] I have blocked Wes Turner from the Python\n org on GitHub\n"
+        b"In-Reply-To: <x@y>\nReferences: <w@y>\n <x@y>\nMessage-ID: <m@y>\n\nbody\n"
+    )
+    m = parse_message(raw, "a.mbox", "line 1", separator=b"From martin at v.loewis.de  Sat Apr  1 04:17:27 2017")
+    assert (m.from_name, m.from_address) == ("Martin v. Löwis", "martin@v.loewis.de")
+    assert m.subject == "[python-committers] I have blocked Wes Turner from the Python org on GitHub"
+    assert (m.message_id, m.in_reply_to, m.references) == ("m@y", "x@y", ("w@y", "x@y"))
+    assert m.date == dt.datetime(2017, 4, 1, 8, 17, 27, tzinfo=dt.timezone.utc)
+
+
+def test_separator_lines_are_strict() -> None:
+    data = (
+        b"From a at b.org  Mon Mar  2 09:00:00 2026\nFrom: a at b.org (A)\nDate: Mon, 2 Mar 2026 09:00:00 +0000\n"
+        b"Message-ID: <1@b>\n\nFrom here on, this is body text.\nFrom the start it was.\n\n"
+        b"From MAILER-DAEMON Fri Jul  8 12:08:34 2011\nFrom: x@y\nDate: Fri, 8 Jul 2011 12:08:34 +0000\n\nsecond\n"
+    )
+    parts, prefix = split_mbox(data)
+    assert prefix == b"" and [line for line, _, _ in parts] == [1, 9]
+    assert b"From here on" in parts[0][2]
+
+
+def test_subject_normalization() -> None:
+    assert normalize_subject("Re: [python-committers] Re: Codecov and PR") == "codecov and pr"
+    assert normalize_subject("[python-committers] [PSF-Members] [Fwd: Re: Push rights for Ross]") == "push rights for ross"
+    assert normalize_subject("AW: Fwd: RE[2]: Plan") == "plan"
+    assert display_subject("Re: [python-committers] Codecov and PR") == "Re: Codecov and PR"
+    assert display_subject("[Fwd: Re: Push rights]") == "[Fwd: Re: Push rights]"
+
+
+def test_fixture_mbox_rejects_each_malformed_message_with_its_reason() -> None:
+    messages, rejects = read_mbox(FIXTURES / "threads.mbox", FIXTURES)
+    assert len(messages) == 13
+    reasons = {r.record_ref: r.reason for r in rejects}
+    assert reasons == {
+        "line 173": "bad encoding: unknown charset 'x-no-such-charset'",
+        "line 182": "missing From header",
+        "line 189": "bad encoding in Subject header: 8-bit bytes that are not UTF-8 (b'\\xe9 me')",
+    }
+    ada = next(m for m in messages if m.message_id == "a@example.org")
+    assert "\nFrom the archive: this line was escaped" in ada.body  # mboxrd >From undone
+    assert "From here on, assume" in ada.body  # a body line starting with From is not a separator
+
+
+def test_eml_and_malformed_mime(tmp_path: Path) -> None:
+    (tmp_path / "nodate.eml").write_text("From: a@b\nSubject: x\nMessage-ID: <1@b>\n\nbody\n")
+    (tmp_path / "mime.eml").write_text(
+        "From: a@b\nDate: Mon, 2 Mar 2026 09:00:00 +0000\nMIME-Version: 1.0\nContent-Type: multipart/mixed\n\nparts\n"
+    )
+    (tmp_path / "badutf8.eml").write_bytes(
+        b"From: a@b\nDate: Mon, 2 Mar 2026 09:00:00 +0000\nContent-Type: text/plain; charset=utf-8\n\ncaf\xe9\n"
+    )
+    (tmp_path / "b64.eml").write_text(
+        "From: a@b\nDate: Mon, 2 Mar 2026 09:00:00 +0000\nContent-Type: text/plain; charset=utf-8\n"
+        "Content-Transfer-Encoding: base64\n\nQ2Fmw6kgb3BlbiB0b2RheS4=\n"
+    )
+    (tmp_path / "notes.txt").write_text("x")
+    result = load_email_day(tmp_path)
+    reasons = {r.source_file: r.reason for r in result.rejects}
+    assert reasons["nodate.eml"] == "missing Date header"
+    assert reasons["mime.eml"] == "broken MIME: NoBoundaryInMultipartDefect"
+    assert reasons["badutf8.eml"].startswith("bad encoding: body is not valid utf-8")
+    assert reasons["notes.txt"].startswith("unsupported file type '.txt'")
+    (d,) = result.documents
+    assert "Café open today." in d.text
+    # no Message-ID: a deterministic one is synthesized and flagged
+    assert d.payload["messages"][0]["message_id_synthesized"] is True
+    assert d.payload["messages"][0]["message_id"].endswith("@synthesized.invalid")
+
+
+# -- duplicates -------------------------------------------------------------------------------
+
+
+def test_duplicates_are_kept_once_and_reported_whatever_the_order() -> None:
+    messages, _ = read_mbox(FIXTURES / "threads.mbox", FIXTURES)
+    kept_a, rej_a = dedupe_messages(messages)
+    kept_b, rej_b = dedupe_messages(list(reversed(messages)))
+    assert sorted(m.fingerprint for m in kept_a) == sorted(m.fingerprint for m in kept_b)
+    assert sorted((r.record_ref, r.reason) for r in rej_a) == sorted((r.record_ref, r.reason) for r in rej_b)
+    reasons = sorted(r.reason for r in rej_a)
+    assert reasons[0].startswith("duplicate Message-ID <b@example.org>: identical copy of the message kept from threads.mbox line 15")
+    assert reasons[1].startswith("duplicate Message-ID <dup@example.org> with different content: kept the copy from threads.mbox line 143")
+
+
+# -- threads --------------------------------------------------------------------------------
+
+
+def test_thread_reconstruction_fork_missing_parent_cycle_and_subject() -> None:
+    result = load_email_day(FIXTURES)
+    threads = by_subject(result)
+    assert sorted(threads) == ["Cycle", "Fork test: choosing a queue", "Holiday rota", "Status"]
+
+    fork = threads["Fork test: choosing a queue"].payload
+    tree = [(m["message_id"], m["parent_n"], m["threaded_by"]) for m in fork["messages"]]
+    assert tree == [
+        ("a@example.org", None, "root"),
+        ("b@example.org", 1, "in-reply-to"),
+        ("c@example.org", 2, "in-reply-to"),
+        ("z@example.org", 3, "in-reply-to"),  # from reply.eml: threads span files
+        ("d@example.org", 1, "in-reply-to"),  # the fork: a second reply to message 1
+        ("e@example.org", 5, "in-reply-to"),
+        ("l@example.org", 1, "subject"),  # no reply headers, same subject
+    ]
+    assert fork["thread_id"] == thread_id_for("a@example.org")
+    assert fork["branch_count"] == 3
+    text = threads["Fork test: choosing a queue"].text
+    assert text.count("We need a queue for the export jobs.") == 1  # the shared prefix is rendered once
+
+    rota = threads["Holiday rota"].payload
+    assert rota["root_message_id"] == "rota@example.org" and rota["root_in_archive"] is False
+    assert [m["missing_parent"] for m in rota["messages"]] == [True, True]
+    assert threads["Holiday rota"].record_id == thread_id_for("rota@example.org")
+    assert "Thread root not in this archive: <rota@example.org>" in threads["Holiday rota"].text
+
+    cycle = threads["Cycle"].payload
+    assert [m["message_id"] for m in cycle["messages"]] == ["i@example.org", "h@example.org"]
+    assert cycle["broken_links"] == [{"message_id": "i@example.org", "ignored_parent": "h@example.org", "reason": "reply cycle"}]
+
+    status = threads["Status"]
+    assert "First status message." in status.text and "reused the same Message-ID" not in status.text
+    assert len(result.rejects) == 5
+
+
+def test_threads_and_ids_do_not_depend_on_file_or_message_order(tmp_path: Path) -> None:
+    messages, _ = read_mbox(FIXTURES / "threads.mbox", FIXTURES)
+    kept, _ = dedupe_messages(messages)
+    a = build_threads(kept)
+    b = build_threads(list(reversed(kept)))
+    assert [(t.thread_id, [m.msg.message_id for m in t.messages]) for t in a] == [
+        (t.thread_id, [m.msg.message_id for m in t.messages]) for t in b
+    ]
+    # renaming files changes nothing but where messages came from
+    shutil.copy(FIXTURES / "threads.mbox", tmp_path / "zz.mbox")
+    shutil.copy(FIXTURES / "reply.eml", tmp_path / "aa.eml")
+    one = {d.record_id: d.text for d in load_email_day(FIXTURES).documents}
+    two = {d.record_id: d.text for d in load_email_day(tmp_path).documents}
+    assert one == two
+
+
+def test_quotes_of_earlier_messages_become_references() -> None:
+    fork = by_subject(load_email_day(FIXTURES))["Fork test: choosing a queue"]
+    text = fork.text
+    assert "[quoting Ada Lovelace, 2026-03-02, message 1: 2 lines]" in text
+    assert "[quoting Bob Stone, 2026-03-02, message 2: 2 lines]" in text  # nested quote split by author
+    assert "> We need a queue" not in text
+    quotes = fork.payload["messages"][2]["quotes"]
+    assert [(q["n"], q["lines"]) for q in quotes] == [(2, 2), (1, 2)]
+
+
+def test_dedup_quotes_keeps_what_it_cannot_attribute() -> None:
+    body = "> something nobody in the thread wrote, quoted from elsewhere\n\nreply"
+    assert dedup_quotes(body, []) == (body, [])
+
+
+def test_sample_landing_days() -> None:
+    day24 = load_email_day(SAMPLE / "2026-11-24")
+    assert day24.rejects == []
+    subjects = sorted(d.title for d in day24.documents)
+    assert subjects == ["Budget for the export servers", "Moving the portal to the new catalog", "Office hours this Thursday"]
+    portal = by_subject(day24)["Moving the portal to the new catalog"]
+    assert portal.source_file == "late-reply.eml, open-data-list-2026-11.mbox"
+    assert portal.payload["branch_count"] == 2
+    day25 = load_email_day(SAMPLE / "2026-11-25")
+    assert sorted(r.reason.split(":")[0] for r in day25.rejects) == [
+        "bad encoding", "duplicate Message-ID <20261125082000.export-2@riverton.example>", "missing From header",
+    ]
+    assert "José Álvarez" in day25.documents[0].text
+    day26 = load_email_day(SAMPLE / "2026-11-26")
+    assert len(day26.documents) == 1 and len(day26.rejects) == 2
+    assert "bulk export" in day26.documents[0].text  # the HTML-only reply, as text
+
+
+def test_pipermail_corpus_if_present() -> None:
+    if not CORPUS.is_dir():
+        import pytest
+
+        pytest.skip("shared corpora not present")
+    result = load_email_day(CORPUS)
+    assert result.rejects == []
+    assert sum(d.payload["message_count"] for d in result.documents) == 281
