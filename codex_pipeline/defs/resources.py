@@ -50,8 +50,11 @@ class EmbeddingSettings(dg.ConfigurableResource):
     openai_dimensions: int = 1536
     openai_base_url: Optional[str] = None
     openai_max_concurrency: int = 4
+    openai_max_batch_inputs: int = 2048
     openai_timeout_s: float = 60.0
     openai_max_retries: int = 6
+    openai_backoff_base_s: float = 0.5
+    openai_max_backoff_s: float = 30.0
 
     def build(self):
         from ..embeddings import make_embedder
@@ -64,6 +67,11 @@ class EmbeddingSettings(dg.ConfigurableResource):
             dimensions=self.openai_dimensions,
             base_url=self.openai_base_url,
             max_concurrency=self.openai_max_concurrency,
+            max_batch_inputs=self.openai_max_batch_inputs,
             timeout=self.openai_timeout_s,
-            retry={"max_retries": self.openai_max_retries},
+            retry={
+                "max_retries": self.openai_max_retries,
+                "backoff_base": self.openai_backoff_base_s,
+                "max_delay": self.openai_max_backoff_s,
+            },
         )
