@@ -121,6 +121,43 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+SEARCH_SQL = """\
+SELECT round(list_cosine_similarity(e.vector, ?::FLOAT[])::DOUBLE, 4) AS score,
+       c.doc_id, c.section_id, c.chunk_type, c.partition_date,
+       left(regexp_replace(c.chunk_text, '\\s+', ' ', 'g'), 90) AS text
+FROM codex.{dataset}_embeddings e
+JOIN codex.{dataset}_chunks c USING (chunk_id, partition_date)
+WHERE e.embedding_model = ? AND e.embedding_version = ?
+-- a document re-landed on several days: rank its latest version only
+QUALIFY row_number() OVER (PARTITION BY c.chunk_id ORDER BY c.partition_date DESC) = 1
+ORDER BY score DESC
+LIMIT ?"""
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Embed the query with the configured model and rank stored vectors by cosine."""
+    from .embeddings import make_embedder
+
+    embedder = make_embedder(args.embedder)
+    vector = embedder.embed([args.query]).vectors[0].tolist()
+    con = connect_catalog(Warehouse(args.data_dir), read_only=True)
+    try:
+        _print_rows_params(con, SEARCH_SQL.format(dataset=args.dataset), [vector, embedder.model, embedder.version, args.k])
+    finally:
+        con.close()
+    return 0
+
+
+def _print_rows_params(con, sql: str, params: list) -> None:
+    cur = con.execute(sql, params)
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    for r in rows:
+        print("  " + "  ".join(f"{c}={v}" for c, v in zip(cols, r)))
+    if not rows:
+        print("  (no rows: are embeddings materialized with this model?)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codex", description=__doc__)
     p.add_argument("--data-dir", default=None, help="data directory (default: $CODEX_DATA_DIR or ./data)")
@@ -134,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("query", help="run SQL against the DuckDB catalog (read-only)")
     q.add_argument("sql")
     q.set_defaults(func=cmd_query)
+    s = sub.add_parser("search", help="top-k chunks by cosine similarity to a text query")
+    s.add_argument("dataset")
+    s.add_argument("query")
+    s.add_argument("-k", type=int, default=5)
+    s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
+    s.set_defaults(func=cmd_search)
     return p
 
 

@@ -29,3 +29,11 @@ def test_demo_runs_through_dagster_and_queries_duckdb(tmp_path: Path) -> None:
         env=env, capture_output=True, text=True, timeout=120,
     )
     assert query.returncode == 0 and "docs" in query.stdout and " 3" in query.stdout, query.stdout + query.stderr
+    search = subprocess.run(
+        [sys.executable, "-m", "codex_pipeline.cli", "--data-dir", str(tmp_path / "data"), "search", "narrative",
+         "library board budget", "-k", "2"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert search.returncode == 0, search.stderr
+    lines = [l for l in search.stdout.splitlines() if l.strip().startswith("score=")]
+    assert len(lines) == 2 and "library-board-meeting-summary" in lines[0]
