@@ -11,10 +11,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .chunkers import Chunker
+from .chunkers.civic import chunk_civic
+from .chunkers.email import chunk_email_threads
+from .chunkers.events import chunk_event
+from .chunkers.markdown import chunk_markdown
 from .chunkers.narrative import chunk_narrative
+from .chunkers.osha import chunk_osha_case
+from .chunkers.permits import chunk_permit
+from .chunkers.record_view import chunk_record_view
 from .documents import LoadResult
+from .sources.ais import load_ais_day
+from .sources.civic import load_civic_day
+from .sources.email import load_email_day
+from .sources.events import load_events_day
+from .sources.markdown import load_docs_day
 from .sources.narrative import load_narrative_day
-
+from .sources.osha import load_osha_day
+from .sources.permits import load_permits_day
+from .sources.structured import load_lehd_flows_day, load_poi_intelligence_day, load_urban_signal_grid_day
 
 @dataclass(frozen=True)
 class DatasetSpec:
@@ -38,81 +52,81 @@ DATASETS: tuple[DatasetSpec, ...] = (
         chunker=chunk_narrative,
         chunking_version="1.0",
     ),
-    DatasetSpec(  # imports kept inside the entry so the registry has one edit point per dataset
+    DatasetSpec(
         name="civic_intelligence",
         description="Council meeting records (JSON Lines, pandera-validated) and diarized transcripts, chunked "
         "as agenda-item trees: agenda_item → speaker_turn / condition / contingency.",
-        load_day=__import__("codex_pipeline.sources.civic", fromlist=["_"]).load_civic_day,
-        chunker=__import__("codex_pipeline.chunkers.civic", fromlist=["_"]).chunk_civic,
+        load_day=load_civic_day,
+        chunker=chunk_civic,
         chunking_version="1.0",
     ),
-    DatasetSpec(  # imports inside the entries, as above: one edit point per dataset
+    DatasetSpec(
         name="events_timeline",
         description="Timeline events (JSON Lines, pandera-validated): one `event` chunk per event; descriptions "
         "over 800 tokens become 800/50-token windows under the event header.",
-        load_day=__import__("codex_pipeline.sources.events", fromlist=["_"]).load_events_day,
-        chunker=__import__("codex_pipeline.chunkers.events", fromlist=["_"]).chunk_event,
+        load_day=load_events_day,
+        chunker=chunk_event,
         chunking_version="1.0",
     ),
     DatasetSpec(
         name="permit_signals",
         description="Building permits (native JSON Lines or City of Calgary CSV): permit_summary → "
         "permit_scope_section and condition chunks.",
-        load_day=__import__("codex_pipeline.sources.permits", fromlist=["_"]).load_permits_day,
-        chunker=__import__("codex_pipeline.chunkers.permits", fromlist=["_"]).chunk_permit,
+        load_day=load_permits_day,
+        chunker=chunk_permit,
         chunking_version="1.0",
     ),
     DatasetSpec(
         name="osha_safety",
         description="OSHA enforcement cases (JSON Lines with nested citations): osha_case_summary → one "
         "osha_citation per citation.",
-        load_day=__import__("codex_pipeline.sources.osha", fromlist=["_"]).load_osha_day,
-        chunker=__import__("codex_pipeline.chunkers.osha", fromlist=["_"]).chunk_osha_case,
+        load_day=load_osha_day,
+        chunker=chunk_osha_case,
         chunking_version="1.0",
     ),
     DatasetSpec(
         name="urban_signal_grid",
         description="Daily urban signals per H3 grid cell (JSON Lines or CSV): one record_view chunk per record.",
-        load_day=__import__("codex_pipeline.sources.structured", fromlist=["_"]).load_urban_signal_grid_day,
-        chunker=__import__("codex_pipeline.chunkers.record_view", fromlist=["_"]).chunk_record_view,
+        load_day=load_urban_signal_grid_day,
+        chunker=chunk_record_view,
         chunking_version="1.0",
     ),
     DatasetSpec(
         name="lehd_flows",
         description="LEHD LODES origin-destination job flows (CSV or JSON Lines): one record_view chunk per flow.",
-        load_day=__import__("codex_pipeline.sources.structured", fromlist=["_"]).load_lehd_flows_day,
-        chunker=__import__("codex_pipeline.chunkers.record_view", fromlist=["_"]).chunk_record_view,
+        load_day=load_lehd_flows_day,
+        chunker=chunk_record_view,
         chunking_version="1.0",
     ),
     DatasetSpec(
         name="poi_intelligence",
         description="Points of interest with observed activity (JSON Lines): one record_view chunk per place.",
-        load_day=__import__("codex_pipeline.sources.structured", fromlist=["_"]).load_poi_intelligence_day,
-        chunker=__import__("codex_pipeline.chunkers.record_view", fromlist=["_"]).chunk_record_view,
+        load_day=load_poi_intelligence_day,
+        chunker=chunk_record_view,
         chunking_version="1.0",
     ),
     DatasetSpec(
         name="ais_positions",
         description="AIS vessel positions (MarineCadastre CSV or JSON Lines): validated raw export only, "
         "never chunked (one row is one point-in-time record).",
-        load_day=__import__("codex_pipeline.sources.ais", fromlist=["_"]).load_ais_day,
+        load_day=load_ais_day,
         chunker=None,
         chunking_version="1.0",
     ),
-    DatasetSpec(  # imports inside the entry: one edit point per dataset
+    DatasetSpec(
         name="docs",
         description="Markdown documentation (.md/.mdx, front matter as metadata): split on H1–H3 with the header "
         "path kept, small sections fused, large ones split with overlap (256/512/32 tokens).",
-        load_day=__import__("codex_pipeline.sources.markdown", fromlist=["_"]).load_docs_day,
-        chunker=__import__("codex_pipeline.chunkers.markdown", fromlist=["_"]).chunk_markdown,
+        load_day=load_docs_day,
+        chunker=chunk_markdown,
         chunking_version="1.0",
     ),
     DatasetSpec(
         name="email_threads",
         description="Email exports (mbox incl. pipermail, .eml) rebuilt into reply threads: email_thread summary → "
         "email_window children (10 messages / 512 tokens, 2 overlapping), quoted repeats referenced.",
-        load_day=__import__("codex_pipeline.sources.email", fromlist=["_"]).load_email_day,
-        chunker=__import__("codex_pipeline.chunkers.email", fromlist=["_"]).chunk_email_threads,
+        load_day=load_email_day,
+        chunker=chunk_email_threads,
         chunking_version="1.0",
     ),
     # -- end of DATASETS: add new entries above this line --
