@@ -30,6 +30,7 @@ from .sources.osha import load_osha_day
 from .sources.permits import load_permits_day
 from .sources.structured import load_lehd_flows_day, load_poi_intelligence_day, load_urban_signal_grid_day
 
+
 @dataclass(frozen=True)
 class DatasetSpec:
     name: str
