@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from .cli_inspect import add_inspect_commands
 from .registry import DATASETS
 from .sample_data import install_sample_landing, sample_days
 from .storage import Warehouse, connect_catalog
@@ -177,12 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-k", type=int, default=5)
     s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
     s.set_defaults(func=cmd_search)
+    add_inspect_commands(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # `codex … | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

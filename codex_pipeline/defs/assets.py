@@ -10,6 +10,7 @@ from ..contract_check import validate_chunks
 from ..registry import DATASETS, DatasetSpec
 from ..stats import chunk_summary, preview_markdown
 from ..embedding_step import embed_day
+from ..inspector import token_histogram_markdown
 from ..storage import ensure_views
 from .partitions import daily_partitions
 from .resources import CodexWarehouse, EmbeddingSettings
@@ -126,6 +127,9 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 "tokens_by_type": dg.MetadataValue.json(summary["tokens_by_type"]),
                 "rejects": out.rejects.num_rows,
                 "preview": dg.MetadataValue.md(preview_markdown(out.table)),
+                "token_histogram": dg.MetadataValue.md(
+                    token_histogram_markdown(out.table, title=f"{spec.name} {day.isoformat()}")
+                ),
                 "path": dg.MetadataValue.path(str(path)),
                 "chunking_version": spec.chunking_version,
                 "views_created": created,
