@@ -9,10 +9,7 @@ import pytest
 
 from codex_pipeline.sources.records import Field, RawRecord, RecordSchema
 from codex_pipeline.sources.structured import (
-    LEHD_FLOWS,
-    POI_INTELLIGENCE,
     STRUCTURED_DATASETS,
-    URBAN_SIGNAL_GRID,
     RecordRules,
     coerce_cell,
     fmt_view_value,
