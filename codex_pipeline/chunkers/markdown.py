@@ -23,24 +23,34 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..contract import MAX_CHUNK_TOKENS, ChunkType
 from ..documents import SourceDocument
 from ..rows import ChunkDraft
 from ..sources.markdown import split_front_matter
 from ..tokens import count_tokens
-from .sizing import Budget, CutCounter, Unit, count_many, encode_while, overlap_start, split_range
+from .sizing import Budget, CutCounter, Unit, count_many, encode, is_safe_cut, overlap_start, split_range
 
 DEFAULT_MIN_TOKENS, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS = 256, 512, 32
 SEED_MIN_CHAR, SEED_MAX_CHAR, SEED_OVERLAP_CHARS = 1024, 2048, 128
 PREAMBLE_ID = "preamble"
 
-# lines that may matter to structure: fences (any indent) and lines opening with # = - | * _ :
-_STRUCTURE_LINE = re.compile(r"\n(?=[ \t]*(?:`{3}|~{3})| {0,3}[#=|*_:\-])")
+# One C-speed scan finds every line that can matter to structure. A fenced code block is
+# matched whole, opener to closer (same character, at least as long; or to the end of the
+# text when never closed), so nothing inside it is ever looked at again; then ATX header
+# lines; then lines made only of setext / thematic-break / table-delimiter characters.
+# List items, table rows and prose never match.
+_BLOCK = re.compile(
+    r"\n(?:"
+    r"(?P<fence>[ \t]*(?:(?P<bt>`{3,})[^`\n]*|(?P<tl>~{3,})[^\n]*)"
+    r"(?:(?:\n[^\n]*)*?\n[ \t]*(?:(?P=bt)`*|(?P=tl)~*)[ \t]*(?=\n|\Z)|(?:\n[^\n]*)*\Z))"
+    r"|(?P<atx> {0,3}#{1,6}(?:[ \t][^\n]*)?(?=\n|\Z))"
+    r"|(?P<other> {0,3}(?:=+|[|:\-][ \t|:\-]*|[*_][ \t*_]*)[ \t]*(?=\n|\Z))"
+    r")"
+)
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _AFTER_BLANK = re.compile(r"\n[ \t]*\n\s*(?<=\n)(?=\S)")  # the start of a line that follows a blank line
-_FENCE = re.compile(r"(`{3,}|~{3,})([^\n]*)")
 _ATX = re.compile(r"(#{1,6})(?:[ \t]+([^\n]*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
 _BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$")
@@ -57,8 +67,7 @@ _INLINE = [
 ]
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     start: int  # first char of the heading (paragraph start for setext)
     line_end: int  # just past the heading's last line (underline for setext)
     level: int
@@ -92,6 +101,7 @@ class Structure:
     content_start: int
     sections: list[Section]
     cuts: list[int]  # every position a chunk may start or end at, ascending
+    unsafe: frozenset[int]  # the cuts that are not safe (an indented header's line start)
     fences: list[tuple[int, int]]
     tables: list[tuple[int, int]]
     headers: list[Header]
@@ -112,62 +122,45 @@ def slug(title: str) -> str:
 
 
 def parse_structure(text: str, body_start: int = 0) -> Structure:
-    """Headers, fences, tables and cut positions of ``text[body_start:]``.
+    """Headers, fences, tables and block cut positions of ``text[body_start:]``.
 
-    Two C-speed scans find the only lines that can matter (lines opening with a
-    structure character, and blank lines); Python looks at those alone, and jumps
-    over fenced code in one step.
+    One regex scan (``_BLOCK``) yields the only lines that can matter, fenced code as
+    whole blocks; Python looks at those alone. Paragraph cuts are found later, and
+    only inside the units that must be split (:func:`paragraph_cuts`).
     """
     n = len(text)
     fences: list[tuple[int, int]] = []
     tables: list[tuple[int, int]] = []
     headers: list[Header] = []
     cuts: list[int] = []
-    # paragraph starts: the line after one or more blank lines
-    blanks = [m.end() for m in _AFTER_BLANK.finditer(text, max(body_start - 1, 0))]
-    starts = [body_start] if body_start < n else []
-    starts += [m.end() for m in _STRUCTURE_LINE.finditer(text, max(body_start - 1, 0)) if m.end() > body_start]
+    if body_start > 0 and text[body_start - 1] == "\n":
+        scan, shift, from_ = text, 0, body_start - 1
+    else:  # a leading newline lets the first line match like any other
+        scan, shift, from_ = "\n" + text[body_start:], body_start - 1, 0
     boundary = body_start  # start of the current paragraph, from block ends seen so far
     table_end = -1
-    k, n_starts = 0, len(starts)
-    while k < n_starts:
-        pos = starts[k]
-        k += 1
+    for m in _BLOCK.finditer(scan, from_):
+        pos = m.start() + 1 + shift  # the line's start in ``text``
         if pos < table_end:
             continue
-        eol = text.find("\n", pos)
-        if eol < 0:
-            eol = n
-        nxt = min(eol + 1, n)
-        line = text[pos:eol]
-        s = line.lstrip(" \t")
-        if not s:
+        end = m.end() + shift
+        nxt = min(end + 1, n)
+        if m.start("fence") >= 0:
+            fences.append((pos, nxt))
+            cuts.append(pos)
+            cuts.append(nxt)
+            boundary = nxt
             continue
-        c = s[0]
-        if c in "`~":
-            fm = _FENCE.match(s)
-            if fm and not (c == "`" and "`" in fm.group(2)):  # else inline code, not a fence
-                end = _fence_end(text, nxt, c, len(fm.group(1)))
-                fences.append((pos, end))
-                cuts.append(pos)
-                cuts.append(end)
-                boundary = end
-                k = bisect.bisect_left(starts, end, k)  # nothing inside a fence is structure
-            continue
-        indent = len(line) - len(s)
-        if indent > 3 or (indent and "\t" in line[:indent]):
-            continue  # indented code or a continuation line: never a header
-        if c == "#":
-            am = _ATX.match(s)
+        if m.start("atx") >= 0:
+            am = _ATX.match(text, text.find("#", pos, end), end)
             if am:
                 headers.append(Header(pos, nxt, len(am.group(1)), clean_title(am.group(2) or "")))
                 cuts.append(pos)
                 boundary = nxt
             continue
-        para_start = max(boundary, _last_before(blanks, pos))
-        if c in "=-|:":  # a paragraph never spans a blank line (one before an indented line, say)
-            for bm in _BLANK_LINE.finditer(text, para_start, pos):
-                para_start = bm.end()
+        s = m.group("other").strip()
+        c = s[0]
+        para_start = _paragraph_start(text, boundary, pos)
         if c in "=-" and _SETEXT.match(s):
             para = text[para_start:pos]
             if para_start < pos and para.strip() and not _NOT_PARAGRAPH.match(para):
@@ -175,7 +168,7 @@ def parse_structure(text: str, body_start: int = 0) -> Structure:
                 headers.append(Header(para_start, nxt, 1 if c == "=" else 2, title))
                 cuts.append(para_start)
                 boundary = nxt
-            elif c == "-" and len(s.rstrip()) >= 3:  # thematic break
+            elif c == "-" and len(s) >= 3:  # thematic break
                 cuts.append(pos)
                 boundary = nxt
         elif c in "*_-" and _BREAK.match(s):
@@ -185,63 +178,54 @@ def parse_structure(text: str, body_start: int = 0) -> Structure:
             hstart = text.rfind("\n", 0, max(pos - 1, 0)) + 1
             header_row = text[hstart : max(pos - 1, hstart)]
             if para_start <= hstart < pos and "|" in header_row and header_row.strip():
-                end = nxt
-                while end < n:
-                    nl = text.find("\n", end)
-                    row = text[end : n if nl < 0 else nl]
+                t_end = nxt
+                while t_end < n:
+                    nl = text.find("\n", t_end)
+                    row = text[t_end : n if nl < 0 else nl]
                     if not row.strip() or "|" not in row:
                         break
-                    end = n if nl < 0 else nl + 1
-                tables.append((hstart, end))
+                    t_end = n if nl < 0 else nl + 1
+                tables.append((hstart, t_end))
                 cuts.append(hstart)
-                cuts.append(end)
-                table_end = boundary = end
-    blocks = fences + tables
-    if blocks:  # paragraph starts inside fenced code or a table are not cuts
-        blocks.sort()
-        bs = [b[0] for b in blocks]
-        blanks = [p for p in blanks if not _within(p, blocks, bs)]
+                cuts.append(t_end)
+                table_end = boundary = t_end
     content_start = _first_content_line(text, body_start)
     top = [h for h in headers if h.level <= 3]
     sections = _sections(text, content_start, top)
     forced = {x.start for x in sections} | {content_start, n}
     ok = set(forced)
     for c in cuts:
-        if content_start < c < n and text[c - 1] == "\n" and not text[c].isspace():
+        if text[c - 1] == "\n" and c < n and not text[c].isspace():
             ok.add(c)  # a safe cut (see sizing.is_safe_cut)
-    ok.update(p for p in blanks if content_start < p < n)  # _AFTER_BLANK only yields safe cuts
-    return Structure(content_start, sections, sorted(ok), fences, tables, headers)
+    ok = {c for c in ok if content_start <= c <= n}
+    unsafe = frozenset(c for c in forced if not is_safe_cut(text, c))
+    return Structure(content_start, sections, sorted(ok), unsafe, fences, tables, headers)
 
 
-def _last_before(sorted_pos: list[int], pos: int) -> int:
-    k = bisect.bisect_right(sorted_pos, pos) - 1
-    return sorted_pos[k] if k >= 0 else 0
+def _paragraph_start(text: str, boundary: int, pos: int) -> int:
+    """Start of the paragraph that ends at line ``pos``: after the last blank line, or ``boundary``."""
+    j = text.rfind("\n\n", boundary, pos)
+    start = boundary if j < 0 else j + 2
+    for bm in _BLANK_LINE.finditer(text, max(start - 1, boundary), pos):  # blank lines made of spaces
+        start = bm.end()
+    return min(_first_content_line(text, start), pos)  # leading blank lines are not the paragraph
 
 
-def _within(pos: int, blocks: list[tuple[int, int]], block_starts: list[int]) -> bool:
-    k = bisect.bisect_right(block_starts, pos) - 1
-    return k >= 0 and blocks[k][0] < pos < blocks[k][1]
+def paragraph_cuts(text: str, start: int, end: int, blocks: list[tuple[int, int]]) -> list[int]:
+    """Safe starts of lines that follow a blank line in ``[start, end)``, outside fences and tables."""
+    out = []
+    starts = [b[0] for b in blocks]
+    for m in _AFTER_BLANK.finditer(text, max(start - 1, 0), end):
+        p = m.end()
+        if p >= end:
+            break
+        k = bisect.bisect_right(starts, p) - 1
+        if not (k >= 0 and blocks[k][0] < p < blocks[k][1]):
+            out.append(p)
+    return out
 
 
 _NON_SPACE = re.compile(r"\S")
-
-
-def _fence_end(text: str, pos: int, char: str, length: int) -> int:
-    """Start of the line after the fence closing at or after ``pos``; an unclosed fence runs to the end."""
-    marker = char * length
-    n = len(text)
-    while True:
-        j = text.find(marker, pos)
-        if j < 0:
-            return n
-        ls = text.rfind("\n", 0, j) + 1
-        eol = text.find("\n", j)
-        eol = n if eol < 0 else eol
-        if not text[ls:j].strip(" \t") and not text[j:eol].strip().strip(char):
-            return min(eol + 1, n)
-        pos = eol + 1 if eol < n else n
-        if pos >= n:
-            return n
 
 
 def _first_content_line(text: str, pos: int) -> int:
@@ -259,14 +243,14 @@ def _sections(text: str, content_start: int, headers: list[Header]) -> list[Sect
     starts = [h.start for h in headers]
     if content_start < n and (not headers or text[content_start : starts[0]].strip()):
         sections.append(Section(content_start, starts[0] if headers else n, (), PREAMBLE_ID))
-    stack: list[Header] = []
+    stack: list[tuple[int, tuple[str, ...], str]] = []  # (level, path, slug path)
     seen: dict[str, int] = {}
     for i, h in enumerate(headers):
-        while stack and stack[-1].level >= h.level:
+        while stack and stack[-1][0] >= h.level:
             stack.pop()
-        stack.append(h)
-        path = tuple(x.title for x in stack)
-        sid = "/".join(slug(t) for t in path)
+        path = (stack[-1][1] if stack else ()) + (h.title,)
+        sid = (stack[-1][2] + "/" if stack else "") + slug(h.title)
+        stack.append((h.level, path, sid))
         seen[sid] = seen.get(sid, 0) + 1
         if seen[sid] > 1 or sid == PREAMBLE_ID and sections and sections[0].section_id == PREAMBLE_ID:
             sid = f"{sid}~{seen[sid]}"
@@ -318,14 +302,14 @@ class MarkdownChunker:
         if body_start is None:
             fm = split_front_matter(text)
             body_start, front = fm.end, (fm.data or None)
-        # the structure is parsed on a worker thread while this one encodes the text
-        tokens, st = encode_while(text, lambda: parse_structure(text, int(body_start)))
+        st = parse_structure(text, int(body_start))
         if not st.sections:
             return []
-        ac = CutCounter(text, tokens, st.cuts)
+        tokens = encode(text)  # the one encoding of the document; every count derives from it
+        ac = CutCounter(text, tokens, st.cuts, st.unsafe)
         for s in st.sections:
             s.tokens = ac.count(s.start, s.end)
-        base_meta: dict[str, Any] = {"title": doc.title, "path": doc.record_id}
+        base_meta: dict[str, Any] = {}
         if front:
             base_meta["front_matter"] = front
         drafts: list[ChunkDraft] = []
@@ -403,7 +387,6 @@ class MarkdownChunker:
         meta = dict(base)
         meta["headers"] = list(at_start[-1].path)
         meta["header_paths"] = [list(s.path) for s in sections]
-        meta["section_ids"] = [s.section_id for s in sections]
         if part:
             meta["part"], meta["parts"] = part
         return ChunkDraft(
@@ -418,7 +401,8 @@ class MarkdownChunker:
     # -- splitting ------------------------------------------------------------------
     def _atoms(self, st: Structure, start: int, end: int, text: str) -> list[Atom]:
         i, j = bisect.bisect_left(st.cuts, start), bisect.bisect_left(st.cuts, end)
-        bounds = st.cuts[i : j + 1]
+        blocks = sorted(st.fences + st.tables)
+        bounds = sorted(set(st.cuts[i : j + 1]) | set(paragraph_cuts(text, start, end, blocks)))
         heading_ends = {h.start: h.line_end for h in st.headers}
         atoms: list[Atom] = []
         carry: int | None = None  # start of heading-only atoms waiting for their content

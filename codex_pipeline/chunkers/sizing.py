@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 
@@ -26,19 +25,6 @@ from ..splitting import bounded_split
 from ..tokens import TokenizedText, _vocab_tables, count_tokens, encoding
 
 Unit = Literal["tokens", "chars"]
-T = TypeVar("T")
-
-# Below this many characters a second thread costs more than it saves.
-_PARALLEL_MIN_CHARS = 8_000
-_pool: ThreadPoolExecutor | None = None
-
-
-def _worker() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(1, thread_name_prefix="codex-encode")
-    return _pool
-
 
 def count_many(texts: Sequence[str]) -> list[int]:
     """Exact cl100k counts of many texts."""
@@ -56,18 +42,7 @@ def encode(text: str) -> np.ndarray:
     return encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
 
 
-def encode_while(text: str, work: Callable[[], T]) -> tuple[np.ndarray, T]:
-    """Encode ``text`` on this thread while ``work()`` runs on a worker thread.
-
-    tiktoken releases the GIL while it encodes, so a chunker's pure-Python parse of
-    the document's structure costs no wall time beside the encode it needs anyway.
-    Short texts are done one after the other: a thread hop would cost more.
-    """
-    if len(text) < _PARALLEL_MIN_CHARS:
-        return encode(text), work()
-    future = _worker().submit(work)
-    tokens = encode(text)
-    return tokens, future.result()
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 class CutCounter:
@@ -79,23 +54,42 @@ class CutCounter:
     encoded on its own, so every count is exact.
     """
 
-    def __init__(self, text: str, tokens: np.ndarray, cuts: Sequence[int]) -> None:
+    def __init__(
+        self, text: str, tokens: np.ndarray, cuts: Sequence[int], unsafe: frozenset[int] | None = None
+    ) -> None:
+        """``unsafe``: the cuts known not to be safe (all others are), else each cut is checked."""
         self.text = text
-        safe = [c for c in cuts if is_safe_cut(text, c)]
-        byte_end = np.cumsum(_vocab_tables().byte_len[tokens]) if len(tokens) else np.zeros(0, np.int64)
-        pos = np.asarray(safe, dtype=np.int64)
-        if not text.isascii() and len(pos):
-            cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-            utf8 = 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000)
-            pos = np.concatenate(([0], np.cumsum(utf8)))[pos]
-        index = np.searchsorted(byte_end, pos, side="right")
-        self.index: dict[int, int] = dict(zip(safe, index.tolist()))
+        if unsafe is None:
+            safe = [c for c in cuts if is_safe_cut(text, c)]
+        else:
+            safe = [c for c in cuts if c not in unsafe] if unsafe else list(cuts)
+        self._byte_end = np.cumsum(_vocab_tables().byte_len[tokens]) if len(tokens) else np.zeros(0, np.int64)
+        self._wide: tuple[np.ndarray, np.ndarray] | None = None
+        if not text.isascii():  # char offsets -> UTF-8 byte offsets
+            wide = [(m.start(), len(m.group().encode()) - 1) for m in _NON_ASCII.finditer(text)]
+            self._wide = (
+                np.asarray([w[0] for w in wide], dtype=np.int64),
+                np.concatenate(([0], np.cumsum([w[1] for w in wide], dtype=np.int64))),
+            )
+        self.index: dict[int, int] = dict(zip(safe, self._token_index(np.asarray(safe, dtype=np.int64)).tolist()))
+
+    def _token_index(self, pos: np.ndarray) -> np.ndarray:
+        if self._wide is not None and len(pos):
+            at, extra = self._wide
+            pos = pos + extra[np.searchsorted(at, pos, side="left")]
+        return np.searchsorted(self._byte_end, pos, side="right")
+
+    def _index(self, pos: int) -> int | None:
+        k = self.index.get(pos)
+        if k is None and is_safe_cut(self.text, pos):
+            k = self.index[pos] = int(self._token_index(np.asarray([pos], dtype=np.int64))[0])
+        return k
 
     def count(self, start: int, end: int) -> int:
         """Exact token count of ``text[start:end]``."""
         if end <= start:
             return 0
-        i, j = self.index.get(start), self.index.get(end)
+        i, j = self._index(start), self._index(end)
         if i is not None and j is not None:
             return j - i
         return count_tokens(self.text[start:end])
