@@ -2,6 +2,8 @@
 
 Reads only Parquet footers: each chunks (or quarantine) file carries the
 ``chunking_version`` it was built with, each embeddings file its model and version.
+Partitions never materialized are not stale: schedules and backfills build them
+(a sensor that chased them would race those runs).
 """
 
 from __future__ import annotations
@@ -48,24 +50,17 @@ def stale_partitions(
             if day in quarantined:
                 continue  # failed the contract at this version: nothing to embed
             emb = embeddings.get(day)
-            stamp = wh.stamp(emb) if emb else {}
-            chunks_mtime = path.stat().st_mtime_ns
-            target = f"{embedding_model}|{embedding_version}"
             if emb is None:
-                reason = "no embeddings yet"
-            elif (stamp.get("embedding_model"), stamp.get("embedding_version")) != (embedding_model, embedding_version):
-                reason = (
-                    f"embedding {stamp.get('embedding_model')} {stamp.get('embedding_version')} -> "
-                    f"{embedding_model} {embedding_version}"
-                )
-            elif emb.stat().st_mtime_ns < chunks_mtime:
-                reason = "chunks rewritten since they were embedded"
-            else:
+                continue  # never embedded: the schedule or a backfill builds it, not a version change
+            stamp = wh.stamp(emb)
+            built_with = (stamp.get("embedding_model"), stamp.get("embedding_version"))
+            if built_with == (embedding_model, embedding_version):
                 continue
             out.append(
                 StalePartition(
-                    spec.name, day, "embeddings", reason,
-                    f"{spec.name}:{day}:embedding={target}:chunks@{chunks_mtime}",
+                    spec.name, day, "embeddings",
+                    f"embedding {built_with[0]} {built_with[1]} -> {embedding_model} {embedding_version}",
+                    f"{spec.name}:{day}:embedding={embedding_model}|{embedding_version}",
                 )
             )
     return out

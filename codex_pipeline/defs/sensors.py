@@ -18,8 +18,8 @@ def build_version_sensor(
     """Request the runs that bring every stale partition up to date.
 
     A partition is stale when its chunks were built with another `chunking_version`
-    (re-chunk and re-embed), or its embeddings with another model/version, or before
-    its chunks were rewritten (re-embed). At most ``max_runs_per_tick`` runs per
+    (re-chunk and re-embed), or its embeddings with another model/version (re-embed).
+    At most ``max_runs_per_tick`` runs per
     tick; the cursor remembers what was requested so an in-flight partition is not
     asked for again, and run keys make Dagster drop any duplicate.
     """
