@@ -7,13 +7,17 @@ and refuses to load unless ``model.safetensors`` has the SHA-256 of the official
 file.
 
 Long inputs. The model reads at most 256 wordpieces including ``[CLS]`` and
-``[SEP]``; sentence-transformers silently truncates the rest. Codex does not: an
-input over 254 content wordpieces is cut (with the model's own tokenizer) into
-windows of at most 254 wordpieces that overlap by 32 and start and end on word
-boundaries; each window is embedded, the window vectors are averaged weighted by
-their wordpiece counts, and the mean is L2-normalized again. Inputs that fit are
-embedded exactly as a bare ``SentenceTransformer.encode`` would. The policy is
-part of :attr:`LocalMiniLMEmbedder.version`.
+``[SEP]``; sentence-transformers silently truncates the rest. Codex does not: each
+text is tokenized once with the model's own tokenizer (no truncation); a text of
+at most 254 wordpieces is embedded exactly as ``encode`` would, and a longer one
+is cut into windows of at most 254 wordpieces that overlap by 32 and start and
+end on word boundaries; each window is embedded, the window vectors are averaged
+weighted by their wordpiece counts, and the mean is L2-normalized again. The
+policy is part of :attr:`LocalMiniLMEmbedder.version`.
+
+The model is run on the wordpiece ids directly (``[CLS] ids [SEP]``, padded per
+batch of similar lengths, mean pooling, L2 normalization — what ``encode`` does
+after tokenizing), so the length check costs no second tokenization.
 """
 
 from __future__ import annotations
@@ -227,52 +231,72 @@ class LocalMiniLMEmbedder:
         return EmbedResult(out, requests, long_inputs=long_inputs, windows=windows)
 
     def _embed_block(self, model: Any, texts: list[str]) -> tuple[np.ndarray, int, int, int]:
+        """Tokenize once (no truncation), cut long inputs into windows, run the model on ids.
+
+        Feeding the ids to the model directly (what ``encode`` does after tokenizing)
+        means each text is tokenized once, so the length check costs nothing extra.
+        """
         tok = model.tokenizer
-        lengths = [
-            len(ids)
-            for ids in tok(
-                texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
-            )["input_ids"]
-        ]
-        long_idx = [i for i, n in enumerate(lengths) if n > MAX_CONTENT_WORDPIECES]
-        if not long_idx:  # the common case: exactly what a bare encode does
-            return self._encode(model, texts), -(-len(texts) // self.batch_size), 0, 0
-        long_set = set(long_idx)
-        short_idx = [i for i in range(len(texts)) if i not in long_set]
-        inputs = [texts[i] for i in short_idx]
         enc = tok(
-            [texts[i] for i in long_idx],
-            add_special_tokens=False,
-            return_offsets_mapping=True,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
+            texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
         )
-        spans: list[tuple[int, int, int]] = []  # (row, first window input, window count)
-        window_weights: list[int] = []
-        for k, i in enumerate(long_idx):
-            offsets = enc["offset_mapping"][k]
-            wins = _windows(enc.word_ids(k), MAX_CONTENT_WORDPIECES, self.window_overlap)
-            spans.append((i, len(inputs), len(wins)))
-            for s, e in wins:
-                inputs.append(texts[i][offsets[s][0] : offsets[e - 1][1]])
-                window_weights.append(e - s)
-        vecs = self._encode(model, inputs)
+        ids = enc["input_ids"]
+        seqs: list[list[int]] = []  # what the model reads: texts that fit, then windows
+        spans: list[tuple[int, int, int]] = []  # (row, first window, window count)
+        rows = []
+        for i, x in enumerate(ids):
+            if len(x) <= MAX_CONTENT_WORDPIECES:
+                rows.append(i)
+                seqs.append(x)
+        n_fit = len(seqs)
+        weights: list[int] = []
+        for i, x in enumerate(ids):
+            if len(x) > MAX_CONTENT_WORDPIECES:
+                wins = _windows(enc.word_ids(i), MAX_CONTENT_WORDPIECES, self.window_overlap)
+                spans.append((i, len(seqs), len(wins)))
+                for s, e in wins:
+                    seqs.append(x[s:e])
+                    weights.append(e - s)
+        vecs, batches = self._forward(model, seqs)
         out = np.empty((len(texts), DIMENSIONS), np.float32)
-        out[short_idx] = vecs[: len(short_idx)]
-        weights = np.asarray(window_weights, np.float32)
-        base = len(short_idx)
+        out[rows] = vecs[:n_fit]
+        w_all = np.asarray(weights, np.float32)
         for i, first, count in spans:
-            w = weights[first - base : first - base + count, None]
+            w = w_all[first - n_fit : first - n_fit + count, None]
             pooled = (vecs[first : first + count] * w).sum(axis=0) / w.sum()
             out[i] = pooled / np.linalg.norm(pooled)
-        return out, -(-len(inputs) // self.batch_size), len(long_idx), len(window_weights)
+        return out, batches, len(spans), len(weights)
 
-    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
-        return model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        ).astype(np.float32, copy=False)
+    def _forward(self, model: Any, seqs: list[list[int]]) -> tuple[np.ndarray, int]:
+        """Sentence vectors for wordpiece id sequences (each <= 254), as ``encode`` computes
+        them: ``[CLS] ids [SEP]``, padded per batch, mean pooling, L2 normalization."""
+        import torch
+
+        tok = model.tokenizer
+        cls_id, sep_id, pad_id = tok.cls_token_id, tok.sep_token_id, tok.pad_token_id
+        out = np.empty((len(seqs), DIMENSIONS), np.float32)
+        order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]))  # similar lengths share a batch
+        batches = 0
+        with torch.inference_mode():
+            for b in range(0, len(order), self.batch_size):
+                idx = order[b : b + self.batch_size]
+                width = len(seqs[idx[0]]) + 2
+                input_ids = np.full((len(idx), width), pad_id, np.int64)
+                mask = np.zeros((len(idx), width), np.int64)
+                for r, k in enumerate(idx):
+                    n = len(seqs[k])
+                    input_ids[r, 0] = cls_id
+                    input_ids[r, 1 : n + 1] = seqs[k]
+                    input_ids[r, n + 1] = sep_id
+                    mask[r, : n + 2] = 1
+                features = {
+                    "input_ids": torch.from_numpy(input_ids).to(self.device),
+                    "attention_mask": torch.from_numpy(mask).to(self.device),
+                    "token_type_ids": torch.zeros((len(idx), width), dtype=torch.long, device=self.device),
+                    "modality": "text",
+                }
+                emb = model(features)["sentence_embedding"]
+                emb = torch.nn.functional.normalize(emb, p=2, dim=1)  # as encode(normalize_embeddings=True)
+                out[idx] = emb.float().cpu().numpy()
+                batches += 1
+        return out, batches

@@ -21,14 +21,14 @@ import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
 import openai
 
-from ..tokens import count_tokens_batch
+from ..tokens import encoding
 from .base import (
     BatchCallback,
     EmbedResult,
@@ -86,6 +86,13 @@ def plan_batches(token_counts: Sequence[int], max_inputs: int, max_tokens: int) 
     if start < len(token_counts):
         batches.append((start, len(token_counts)))
     return batches
+
+
+def _count_tokens(texts: list[str]) -> list[int]:
+    """Exact cl100k_base counts. A plain loop: tiktoken's batch encoder submits one
+    thread-pool task per text, which costs more than it saves on chunk-sized texts."""
+    enc = encoding()
+    return [len(enc.encode_ordinary(t)) for t in texts]
 
 
 def _retry_after_seconds(headers: object) -> float | None:
@@ -240,7 +247,7 @@ class OpenAIEmbedder:
         d = self.dimensions
         if n == 0:
             return EmbedResult(np.zeros((0, d), np.float32), 0)
-        counts = count_tokens_batch(texts)
+        counts = _count_tokens(texts)
         for i, (t, c) in enumerate(zip(texts, counts)):
             if not t:
                 raise EmptyInput(f"input {i} is an empty string; the OpenAI API rejects empty inputs", i)
@@ -258,9 +265,6 @@ class OpenAIEmbedder:
         completed = 0
         failure: BaseException | None = None
         failed_range: tuple[int, int] | None = None
-        # Every batch is queued at once and the pool's size bounds the concurrency, so a
-        # worker picks up the next batch without waiting for this thread. After a
-        # failure, batches not yet started are skipped; running ones finish and are kept.
         stop = threading.Event()
 
         def run(b: int, s: int, e: int) -> np.ndarray | None:
@@ -272,26 +276,38 @@ class OpenAIEmbedder:
                 stop.set()
                 raise
 
-        pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(batches)), thread_name_prefix="codex-embed")
-        try:
-            futures = {pool.submit(run, b, s, e): (s, e) for b, (s, e) in enumerate(batches)}
-            for fut in as_completed(futures):
-                s, e = futures[fut]
-                try:
-                    vecs = fut.result()
-                    if vecs is None:
-                        continue
-                    out[s:e] = vecs
-                    if on_batch is not None:
-                        on_batch(np.arange(s, e), vecs)
-                    completed += e - s
-                except BaseException as exc:  # noqa: BLE001 - the others drain, then it is re-raised
-                    stop.set()
-                    if failure is None:
-                        failure, failed_range = exc, (s, e)
-        finally:
-            stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
+        def finished(s: int, e: int, get: Callable[[], np.ndarray | None]) -> None:
+            nonlocal completed, failure, failed_range
+            try:
+                vecs = get()
+                if vecs is None:  # skipped after a failure
+                    return
+                out[s:e] = vecs
+                if on_batch is not None:
+                    on_batch(np.arange(s, e), vecs)
+                completed += e - s
+            except BaseException as exc:  # noqa: BLE001 - the others drain, then it is re-raised
+                stop.set()
+                if failure is None:
+                    failure, failed_range = exc, (s, e)
+
+        if self.max_concurrency == 1 or len(batches) == 1:  # no thread hand-offs
+            for b, (s, e) in enumerate(batches):
+                finished(s, e, lambda b=b, s=s, e=e: run(b, s, e))
+                if failure is not None:
+                    break
+        else:
+            # Every batch is queued at once and the pool's size bounds the concurrency, so
+            # a worker picks up the next batch without waiting for this thread. After a
+            # failure, batches not yet started are skipped; running ones finish and are kept.
+            pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(batches)), thread_name_prefix="codex-embed")
+            try:
+                futures = {pool.submit(run, b, s, e): (s, e) for b, (s, e) in enumerate(batches)}
+                for fut in as_completed(futures):
+                    finished(*futures[fut], fut.result)
+            finally:
+                stop.set()
+                pool.shutdown(wait=True, cancel_futures=True)
         if failure is not None:
             s, e = failed_range or (0, 0)
             if isinstance(failure, _BatchError):
@@ -323,7 +339,6 @@ class OpenAIEmbedder:
                     model=self.model,
                     dimensions=self.dimensions,
                     encoding_format="base64",
-                    timeout=self.timeout,
                 )
                 vecs, tokens = self._parse(raw.http_response.content, len(texts))
                 counters.add(tokens=tokens)
