@@ -7,7 +7,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

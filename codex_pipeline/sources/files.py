@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from ..documents import Reject
@@ -46,3 +47,24 @@ def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
             excerpt=data[max(0, exc.start - 40) : exc.start].decode("utf-8", "replace"),
         )
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def text_files(
+    day_dir: Path, suffixes: Collection[str], wanted: str, rejects: list[Reject]
+) -> Iterator[tuple[Path, str, str]]:
+    """``(path, relative path, canonical text)`` of each readable file with one of ``suffixes``.
+
+    Files of another type and files that cannot be read exactly are appended to
+    ``rejects`` (``wanted`` names what the dataset takes, for the reason).
+    """
+    for path in landing_files(day_dir):
+        rel = path.relative_to(day_dir).as_posix()
+        suffix = path.suffix.lower()
+        if suffix not in suffixes:
+            rejects.append(Reject(rel, f"unsupported file type {suffix or '(none)'!r}: {wanted}"))
+            continue
+        text = read_text(path, day_dir)
+        if isinstance(text, Reject):
+            rejects.append(text)
+            continue
+        yield path, rel, text

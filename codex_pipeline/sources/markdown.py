@@ -19,7 +19,7 @@ from typing import Any
 
 from ..documents import LoadResult, Reject, SourceDocument
 from ..ids import make_doc_id
-from .files import landing_files, read_text
+from .files import text_files
 
 DATASET = "docs"
 SUFFIXES = {".md", ".mdx", ".markdown"}
@@ -110,18 +110,7 @@ def doc_title(front: FrontMatter, text: str, path: Path) -> str:
 def load_docs_day(day_dir: Path) -> LoadResult:
     """Read every Markdown file of a landing day (subfolders included); others are rejected."""
     result = LoadResult()
-    for path in landing_files(day_dir):
-        rel = path.relative_to(day_dir).as_posix()
-        suffix = path.suffix.lower()
-        if suffix not in SUFFIXES:
-            result.rejects.append(
-                Reject(rel, f"unsupported file type {suffix or '(none)'!r}: docs takes .md and .mdx files")
-            )
-            continue
-        text = read_text(path, day_dir)
-        if isinstance(text, Reject):
-            result.rejects.append(text)
-            continue
+    for path, rel, text in text_files(day_dir, SUFFIXES, "docs takes .md and .mdx files", result.rejects):
         front = split_front_matter(text)
         if front.error:
             result.rejects.append(Reject(rel, front.error, excerpt=text[: min(front.end, 500)]))

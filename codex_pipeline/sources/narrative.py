@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..documents import LoadResult, Reject, SourceDocument
 from ..ids import make_doc_id
-from .files import landing_files, read_text
+from .files import text_files
 from .html_text import html_to_text
 
 DATASET = "narrative"
@@ -17,18 +17,10 @@ HTML_SUFFIXES = {".html", ".htm"}
 def load_narrative_day(day_dir: Path) -> LoadResult:
     """Read every ``.txt``/``.html`` file of one landing day; other files are rejected."""
     result = LoadResult()
-    for path in landing_files(day_dir):
-        rel = path.relative_to(day_dir).as_posix()
+    for path, rel, raw in text_files(
+        day_dir, TEXT_SUFFIXES | HTML_SUFFIXES, "narrative takes .txt and .html", result.rejects
+    ):
         suffix = path.suffix.lower()
-        if suffix not in TEXT_SUFFIXES | HTML_SUFFIXES:
-            result.rejects.append(
-                Reject(rel, f"unsupported file type {suffix or '(none)'!r}: narrative takes .txt and .html")
-            )
-            continue
-        raw = read_text(path, day_dir)
-        if isinstance(raw, Reject):
-            result.rejects.append(raw)
-            continue
         title, xpaths, text = None, (), raw
         if suffix in HTML_SUFFIXES:
             text, xpaths = html_to_text(raw)
