@@ -360,13 +360,12 @@ class OpenAIEmbedder:
                     retry_after = _retry_after_seconds(exc.response.headers)
             except (InvalidResponse, openai.APIResponseValidationError) as exc:
                 invalid += 1
-                what = "malformed JSON" if str(exc).startswith("malformed JSON") else "invalid response"
                 kind = f"invalid response: {exc}"
                 if invalid > policy.max_invalid_responses:
                     raise _BatchError(
                         f"{kind} (after {attempts} attempts; at most {policy.max_invalid_responses} "
                         "retries for unusable responses)",
-                        what,
+                        "malformed JSON" if str(exc).startswith("malformed JSON") else "invalid response",
                         attempts,
                     ) from exc
             transient += 1
