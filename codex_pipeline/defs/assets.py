@@ -57,6 +57,8 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         wh = warehouse.get()
         day = _day(context)
         landing = wh.landing_dir(spec.name, day)
+        if not landing.is_dir():
+            context.log.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
         loaded = spec.load_day(landing)
         out = pipeline.ingest(spec, day, loaded.documents, loaded.rejects)
         path = wh.write(out.table, spec.name, "raw", day)
