@@ -39,19 +39,19 @@ PREAMBLE_ID = "preamble"
 # One C-speed scan finds every line that can matter to structure. A fenced code block is
 # matched whole, opener to closer (same character, at least as long; or to the end of the
 # text when never closed), so nothing inside it is ever looked at again; then ATX header
-# lines; then lines made only of setext / thematic-break / table-delimiter characters.
-# List items, table rows and prose never match.
+# lines, parsed whole (level = ``hashes``, raw ``title`` without the closing hashes); then
+# lines made only of setext / thematic-break / table-delimiter characters. List items,
+# table rows and prose never match; the leading lookahead rejects most lines at once.
 _BLOCK = re.compile(
-    r"\n(?:"
+    r"\n(?=[ \t]*[`~#=|:*_\-])(?:"  # a cheap gate: every alternative starts so
     r"(?P<fence>[ \t]*(?:(?P<bt>`{3,})[^`\n]*|(?P<tl>~{3,})[^\n]*)"
     r"(?:(?:\n[^\n]*)*?\n[ \t]*(?:(?P=bt)`*|(?P=tl)~*)[ \t]*(?=\n|\Z)|(?:\n[^\n]*)*\Z))"
-    r"|(?P<atx> {0,3}#{1,6}(?:[ \t][^\n]*)?(?=\n|\Z))"
+    r"|(?P<atx> {0,3}(?P<hashes>#{1,6})(?:[ \t]+(?P<title>[^\n]*?))?(?:[ \t]+#+)?[ \t]*(?=\n|\Z))"
     r"|(?P<other> {0,3}(?:=+|[|:\-][ \t|:\-]*|[*_][ \t*_]*)[ \t]*(?=\n|\Z))"
     r")"
 )
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _AFTER_BLANK = re.compile(r"\n[ \t]*\n\s*(?<=\n)(?=\S)")  # the start of a line that follows a blank line
-_ATX = re.compile(r"(#{1,6})(?:[ \t]+([^\n]*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
 _BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$")
 _DELIM = re.compile(r"(?=[^\n]*\|)(?=[^\n]*-)[ \t|:\-]+$")
@@ -74,7 +74,7 @@ class Header(NamedTuple):
     title: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Section:
     start: int
     end: int
@@ -87,8 +87,7 @@ class Section:
         return self.end - self.start
 
 
-@dataclass(frozen=True)
-class Atom:
+class Atom(NamedTuple):
     start: int
     end: int
     kind: str  # "text" | "code" (contains a fence) | "table"
@@ -107,10 +106,13 @@ class Structure:
     headers: list[Header]
 
 
+_MARKUP = re.compile(r"[\[`*_<]")
+
+
 def clean_title(raw: str) -> str:
     """Heading text without a trailing attribute list or inline markup."""
     t = _ATTR_LIST.sub("", raw).strip() if "{" in raw else raw.strip()
-    if any(ch in t for ch in "[`*_<"):
+    if _MARKUP.search(t):
         for pat, rep in _INLINE:
             t = pat.sub(rep, t)
     return " ".join(t.split())
@@ -139,24 +141,26 @@ def parse_structure(text: str, body_start: int = 0) -> Structure:
         scan, shift, from_ = "\n" + text[body_start:], body_start - 1, 0
     boundary = body_start  # start of the current paragraph, from block ends seen so far
     table_end = -1
+    shift += 1
     for m in _BLOCK.finditer(scan, from_):
-        pos = m.start() + 1 + shift  # the line's start in ``text``
+        kind = m.lastgroup  # the outermost group closes last: "fence", "atx" or "other"
+        a, end = m.span()
+        pos = a + shift  # the line's start in ``text``
         if pos < table_end:
             continue
-        end = m.end() + shift
-        nxt = min(end + 1, n)
-        if m.start("fence") >= 0:
+        end += shift  # just past the line's last char + 1 (its newline), capped at n
+        nxt = end if end < n else n
+        if kind == "fence":
             fences.append((pos, nxt))
             cuts.append(pos)
             cuts.append(nxt)
             boundary = nxt
             continue
-        if m.start("atx") >= 0:
-            am = _ATX.match(text, text.find("#", pos, end), end)
-            if am:
-                headers.append(Header(pos, nxt, len(am.group(1)), clean_title(am.group(2) or "")))
-                cuts.append(pos)
-                boundary = nxt
+        if kind == "atx":  # the scan parsed the heading whole
+            title = m.group("title")
+            headers.append(Header(pos, nxt, len(m.group("hashes")), clean_title(title) if title else ""))
+            cuts.append(pos)
+            boundary = nxt
             continue
         s = m.group("other").strip()
         c = s[0]
@@ -192,13 +196,13 @@ def parse_structure(text: str, body_start: int = 0) -> Structure:
     content_start = _first_content_line(text, body_start)
     top = [h for h in headers if h.level <= 3]
     sections = _sections(text, content_start, top)
-    forced = {x.start for x in sections} | {content_start, n}
-    ok = set(forced)
-    for c in cuts:
-        if text[c - 1] == "\n" and c < n and not text[c].isspace():
-            ok.add(c)  # a safe cut (see sizing.is_safe_cut)
-    ok = {c for c in ok if content_start <= c <= n}
-    unsafe = frozenset(c for c in forced if not is_safe_cut(text, c))
+    forced = {x.start for x in sections}
+    forced.add(content_start)
+    forced.add(n)
+    # the safe cuts (see sizing.is_safe_cut) plus the forced ones, inside the content
+    ok = {c for c in cuts if content_start <= c < n and text[c - 1] == "\n" and not text[c].isspace()}
+    unsafe = frozenset(c for c in forced - ok if not is_safe_cut(text, c))
+    ok.update(c for c in forced if content_start <= c <= n)
     return Structure(content_start, sections, sorted(ok), unsafe, fences, tables, headers)
 
 
@@ -240,22 +244,28 @@ def _first_content_line(text: str, pos: int) -> int:
 def _sections(text: str, content_start: int, headers: list[Header]) -> list[Section]:
     sections: list[Section] = []
     n = len(text)
-    starts = [h.start for h in headers]
-    if content_start < n and (not headers or text[content_start : starts[0]].strip()):
-        sections.append(Section(content_start, starts[0] if headers else n, (), PREAMBLE_ID))
+    if content_start < n and (not headers or text[content_start : headers[0].start].strip()):
+        sections.append(Section(content_start, headers[0].start if headers else n, (), PREAMBLE_ID))
+    preamble = bool(sections)  # then a top-level "Preamble" heading must not take its id
     stack: list[tuple[int, tuple[str, ...], str]] = []  # (level, path, slug path)
     seen: dict[str, int] = {}
+    ends = [h.start for h in headers]
+    ends.append(n)
     for i, h in enumerate(headers):
-        while stack and stack[-1][0] >= h.level:
+        level, title = h.level, h.title
+        while stack and stack[-1][0] >= level:
             stack.pop()
-        path = (stack[-1][1] if stack else ()) + (h.title,)
-        sid = (stack[-1][2] + "/" if stack else "") + slug(h.title)
-        stack.append((h.level, path, sid))
-        seen[sid] = seen.get(sid, 0) + 1
-        if seen[sid] > 1 or sid == PREAMBLE_ID and sections and sections[0].section_id == PREAMBLE_ID:
-            sid = f"{sid}~{seen[sid]}"
-        end = starts[i + 1] if i + 1 < len(headers) else n
-        sections.append(Section(h.start, end, path, sid))
+        sl = slug(title)
+        if stack:
+            _, ppath, psid = stack[-1]
+            path, sid = ppath + (title,), psid + "/" + sl
+        else:
+            path, sid = (title,), sl
+        stack.append((level, path, sid))
+        k = seen[sid] = seen.get(sid, 0) + 1
+        if k > 1 or sid == PREAMBLE_ID and preamble:
+            sid = f"{sid}~{k}"
+        sections.append(Section(h.start, ends[i + 1], path, sid))
     return sections
 
 
@@ -325,31 +335,46 @@ class MarkdownChunker:
         return self.budget.size(chars, tokens) < self.budget.min_size
 
     def _fuse(self, sections: list[Section], ac: CutCounter) -> list[list[Section]]:
+        b = self.budget
+        by_tokens = b.unit == "tokens"
+        lo, hi, cap = b.min_size, b.max_size, b.cap
+        count = ac.count
         groups: list[list[Section]] = [[sections[0]]]
         for s in sections[1:]:
             cur = groups[-1]
-            c_chars, c_tok = s.start - cur[0].start, ac.count(cur[0].start, s.start)
-            both_chars, both_tok = s.end - cur[0].start, ac.count(cur[0].start, s.end)
-            if (self._small(c_chars, c_tok) or self._small(s.chars, s.tokens)) and self._fits(both_chars, both_tok):
-                cur.append(s)
-            else:
-                groups.append([s])
+            g0 = cur[0].start
+            # (current group small or s small) and the two together fit; counts only as needed
+            small = (count(g0, s.start) if by_tokens else s.start - g0) < lo or (
+                s.tokens if by_tokens else s.end - s.start
+            ) < lo
+            if small:
+                both_tok = count(g0, s.end)
+                if (both_tok if by_tokens else s.end - g0) <= hi and both_tok <= cap:
+                    cur.append(s)
+                    continue
+            groups.append([s])
         # a small group in front of a section that must be split travels with the split
         out: list[list[Section]] = []
+        last = groups[-1]
+        p_small = False  # whether out[-1] is small
         for g in groups:
+            g0, g1 = g[0].start, g[-1].end
+            g_tok = count(g0, g1)
+            g_size = g_tok if by_tokens else g1 - g0
             if out:
                 prev = out[-1]
-                p_chars, p_tok = prev[-1].end - prev[0].start, ac.count(prev[0].start, prev[-1].end)
-                g_chars, g_tok = g[-1].end - g[0].start, ac.count(g[0].start, g[-1].end)
-                if self._small(p_chars, p_tok) and not self._fits(g_chars, g_tok) and len(g) == 1:
+                if p_small and len(g) == 1 and not (g_size <= hi and g_tok <= cap):
                     out[-1] = prev + g
+                    m_tok = count(prev[0].start, g1)
+                    p_small = (m_tok if by_tokens else g1 - prev[0].start) < lo
                     continue
-                if self._small(g_chars, g_tok) and g is groups[-1]:
-                    both = g[-1].end - prev[0].start, ac.count(prev[0].start, g[-1].end)
-                    if self._fits(*both):
+                if g_size < lo and g is last:
+                    both_tok = count(prev[0].start, g1)
+                    if (both_tok if by_tokens else g1 - prev[0].start) <= hi and both_tok <= cap:
                         out[-1] = prev + g
                         continue
             out.append(g)
+            p_small = g_size < lo
         return out
 
     # -- stage 3: draft one unit --------------------------------------------------------
@@ -401,9 +426,13 @@ class MarkdownChunker:
     # -- splitting ------------------------------------------------------------------
     def _atoms(self, st: Structure, start: int, end: int, text: str) -> list[Atom]:
         i, j = bisect.bisect_left(st.cuts, start), bisect.bisect_left(st.cuts, end)
-        blocks = sorted(st.fences + st.tables)
-        bounds = sorted(set(st.cuts[i : j + 1]) | set(paragraph_cuts(text, start, end, blocks)))
-        heading_ends = {h.start: h.line_end for h in st.headers}
+        # only the fences and tables that reach into [start, end] can matter here
+        fences = [f for f in st.fences if f[1] >= start and f[0] <= end]
+        tables = [t for t in st.tables if t[1] >= start and t[0] <= end]
+        blocks = sorted(fences + tables)
+        bounds = sorted(set(st.cuts[i : j + 1]).union(paragraph_cuts(text, start, end, blocks)))
+        heading_ends = {h.start: h.line_end for h in st.headers if start <= h.start < end}
+        f_starts = [f[0] for f in fences]
         atoms: list[Atom] = []
         carry: int | None = None  # start of heading-only atoms waiting for their content
         for a, b in zip(bounds, bounds[1:]):
@@ -413,9 +442,12 @@ class MarkdownChunker:
             s = a if carry is None else carry
             carry = None
             kind = "text"
-            if _overlaps(a, b, st.tables) and any(ts >= a and te <= b for ts, te in st.tables):
-                kind = "table" if not _overlaps(a, b, st.fences) else "code"
-            elif _overlaps(a, b, st.fences):
+            # fences are sorted and disjoint: only the last one starting before b can reach past a
+            k = bisect.bisect_left(f_starts, b)
+            in_fence = k > 0 and fences[k - 1][1] > a
+            if tables and _overlaps(a, b, tables) and any(ts >= a and te <= b for ts, te in tables):
+                kind = "table" if not in_fence else "code"
+            elif in_fence:
                 kind = "code"
             atoms.append(Atom(s, b, kind))
         if carry is not None:
@@ -430,7 +462,9 @@ class MarkdownChunker:
         self, text: str, st: Structure, ac: CutCounter, start: int, end: int
     ) -> list[tuple[tuple[tuple[int, int], ...], str, int]]:
         b = self.budget
-        forbidden = st.fences + st.tables
+        # only the fences / tables touching this unit can matter to its overlaps
+        forbidden = [r for r in st.fences if r[0] <= end and r[1] >= start]
+        forbidden += [r for r in st.tables if r[0] <= end and r[1] >= start]
         out: list[tuple[tuple[tuple[int, int], ...], str, int]] = []
 
         def emit(s: int, e: int, n: int) -> None:
@@ -438,7 +472,9 @@ class MarkdownChunker:
 
         ov: int | None = None  # overlap start for the next piece
         cur: tuple[int, int] | None = None  # (start, end) of the piece being packed
-        for atom in self._atoms(st, start, end, text):
+        atoms = self._atoms(st, start, end, text)
+        ac.prefetch([a.start for a in atoms] + [a.end for a in atoms])
+        for atom in atoms:
             a_tok = ac.count(atom.start, atom.end)
             if cur is not None:
                 if b.fits(atom.end - cur[0], ac.count(cur[0], atom.end)):

@@ -42,9 +42,6 @@ def encode(text: str) -> np.ndarray:
     return encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
-
-
 class CutCounter:
     """Exact token counts of slices of one document from its single encoding.
 
@@ -62,34 +59,44 @@ class CutCounter:
         if unsafe is None:
             safe = [c for c in cuts if is_safe_cut(text, c)]
         else:
-            safe = [c for c in cuts if c not in unsafe] if unsafe else list(cuts)
-        self._byte_end = np.cumsum(_vocab_tables().byte_len[tokens]) if len(tokens) else np.zeros(0, np.int64)
-        self._wide: tuple[np.ndarray, np.ndarray] | None = None
-        if not text.isascii():  # char offsets -> UTF-8 byte offsets
-            wide = [(m.start(), len(m.group().encode()) - 1) for m in _NON_ASCII.finditer(text)]
-            self._wide = (
-                np.asarray([w[0] for w in wide], dtype=np.int64),
-                np.concatenate(([0], np.cumsum([w[1] for w in wide], dtype=np.int64))),
-            )
-        self.index: dict[int, int] = dict(zip(safe, self._token_index(np.asarray(safe, dtype=np.int64)).tolist()))
+            safe = [c for c in cuts if c not in unsafe] if unsafe else cuts
+        n = len(tokens)
+        self._byte_end = _vocab_tables().byte_len.take(tokens).cumsum() if n else np.zeros(0, np.int64)
+        self._char_byte: np.ndarray | None = None
+        if not text.isascii():  # char offset -> UTF-8 byte offset: where each char's first byte is
+            data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            self._char_byte = np.append(np.flatnonzero((data & 0xC0) != 0x80), len(data))
+        self.index: dict[int, int] = dict(zip(safe, self._token_index(np.array(safe, dtype=np.int64)).tolist()))
 
     def _token_index(self, pos: np.ndarray) -> np.ndarray:
-        if self._wide is not None and len(pos):
-            at, extra = self._wide
-            pos = pos + extra[np.searchsorted(at, pos, side="left")]
-        return np.searchsorted(self._byte_end, pos, side="right")
+        if self._char_byte is not None and len(pos):
+            pos = self._char_byte[pos]
+        return self._byte_end.searchsorted(pos, side="right")
 
     def _index(self, pos: int) -> int | None:
-        k = self.index.get(pos)
-        if k is None and is_safe_cut(self.text, pos):
-            k = self.index[pos] = int(self._token_index(np.asarray([pos], dtype=np.int64))[0])
+        if not is_safe_cut(self.text, pos):
+            return None
+        k = self.index[pos] = int(self._token_index(np.array([pos], dtype=np.int64))[0])
         return k
+
+    def prefetch(self, positions: Sequence[int]) -> None:
+        """Index the safe ``positions`` not yet indexed in one vectorized lookup."""
+        index, text = self.index, self.text
+        new = [p for p in set(positions) if p not in index and is_safe_cut(text, p)]
+        if new:
+            index.update(zip(new, self._token_index(np.array(new, dtype=np.int64)).tolist()))
 
     def count(self, start: int, end: int) -> int:
         """Exact token count of ``text[start:end]``."""
         if end <= start:
             return 0
-        i, j = self._index(start), self._index(end)
+        index = self.index
+        i = index.get(start)
+        if i is None:
+            i = self._index(start)
+        j = index.get(end)
+        if j is None:
+            j = self._index(end)
         if i is not None and j is not None:
             return j - i
         return count_tokens(self.text[start:end])
