@@ -34,7 +34,7 @@ FROM codex.{dataset}_chunks GROUP BY chunk_type ORDER BY chunk_type"""
 def _print_rows(con, sql: str) -> None:
     cur = con.execute(sql)
     cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
+    rows = [tuple(" ".join(v.split()) if isinstance(v, str) else v for v in r) for r in cur.fetchall()]
     widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(cols)]
     print("  " + "  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
     for r in rows:
