@@ -31,10 +31,17 @@ SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
 FROM codex.{dataset}_chunks GROUP BY chunk_type ORDER BY chunk_type"""
 
 
-def _print_rows(con, sql: str) -> None:
-    cur = con.execute(sql)
+def _print_rows(con, sql: str, params: Sequence[object] = (), records: bool = False) -> None:
+    """Print a query's rows as an aligned table, or as ``col=value`` records."""
+    cur = con.execute(sql, list(params))
     cols = [d[0] for d in cur.description]
     rows = [tuple(" ".join(v.split()) if isinstance(v, str) else v for v in r) for r in cur.fetchall()]
+    if records:
+        for r in rows:
+            print("  " + "  ".join(f"{c}={v}" for c, v in zip(cols, r)))
+        if not rows:
+            print("  (no rows: are embeddings materialized with this model?)")
+        return
     widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(cols)]
     print("  " + "  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
     for r in rows:
@@ -143,20 +150,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     vector = embedder.embed([args.query]).vectors[0].tolist()
     con = connect_catalog(Warehouse(args.data_dir), read_only=True)
     try:
-        _print_rows_params(con, SEARCH_SQL.format(dataset=args.dataset), [vector, embedder.model, embedder.version, args.k])
+        _print_rows(con, SEARCH_SQL.format(dataset=args.dataset), [vector, embedder.model, embedder.version, args.k], records=True)
     finally:
         con.close()
     return 0
-
-
-def _print_rows_params(con, sql: str, params: list) -> None:
-    cur = con.execute(sql, params)
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
-    for r in rows:
-        print("  " + "  ".join(f"{c}={v}" for c, v in zip(cols, r)))
-    if not rows:
-        print("  (no rows: are embeddings materialized with this model?)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,12 +8,13 @@ the chunk and the count is exact.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .contract import MAX_CHUNK_TOKENS, TARGET_MAX_TOKENS
-from .tokens import TokenizedText, encoding
+from .tokens import TokenizedText
 
 WINDOW_TOKENS = 600
 WINDOW_OVERLAP = 50
@@ -75,7 +76,7 @@ def _next_start(tt: TokenizedText, s: int, e: int, target: int) -> int:
 
 
 # Boundary levels of the bounded split, coarsest first.
-_LEVELS: tuple[re.Pattern[str], ...] = (
+BOUNDARY_LEVELS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\n[ \t]*\n\s*"),  # paragraph
     re.compile(r"\n\s*"),  # line
     re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+"),  # sentence
@@ -106,7 +107,7 @@ def bounded_split(
         return [Span(start, end, exact)]
     splitter = _Splitter(tt, target_max)
     out: list[Span] = []
-    for s, e in splitter.split(*_trim(tt.text, start, end), level=0):
+    for s, e in splitter.split(*trim(tt.text, start, end), level=0):
         n = tt.count(s, e)
         if n > cap:  # approximate packing missed by a few tokens: cut this piece by tokens
             for s2, e2 in splitter.token_cuts(s, e, cap):
@@ -116,12 +117,43 @@ def bounded_split(
     return out
 
 
-def _trim(text: str, s: int, e: int) -> tuple[int, int]:
+def trim(text: str, s: int, e: int) -> tuple[int, int]:
     while s < e and text[s].isspace():
         s += 1
     while e > s and text[e - 1].isspace():
         e -= 1
     return s, e
+
+
+def pack_units(
+    units: list[tuple[int, int]],
+    size: Callable[[int, int], int],
+    limit: int,
+    split_big: Callable[[int, int], list[tuple[int, int]]],
+) -> list[tuple[int, int]]:
+    """Greedily join neighbouring units while ``size`` stays within ``limit``.
+
+    A unit over the limit on its own is handed to ``split_big`` (the next,
+    finer boundary level). Shared by the token split here and the character
+    split of the seed-compatible chunkers.
+    """
+    out: list[tuple[int, int]] = []
+    cur: tuple[int, int] | None = None
+    for us, ue in units:
+        if size(us, ue) > limit:
+            if cur:
+                out.append(cur)
+                cur = None
+            out.extend(split_big(us, ue))
+        elif cur and size(cur[0], ue) <= limit:
+            cur = (cur[0], ue)
+        else:
+            if cur:
+                out.append(cur)
+            cur = (us, ue)
+    if cur:
+        out.append(cur)
+    return out
 
 
 class _Splitter:
@@ -139,37 +171,21 @@ class _Splitter:
             return []
         if self.approx(s, e) <= self.target:
             return [(s, e)]
-        if level >= len(_LEVELS):
+        if level >= len(BOUNDARY_LEVELS):
             return self.token_cuts(s, e, self.target)
-        units = self.units(s, e, _LEVELS[level])
+        units = self.units(s, e, BOUNDARY_LEVELS[level])
         if len(units) <= 1:
             return self.split(s, e, level + 1)
-        out: list[tuple[int, int]] = []
-        cur: tuple[int, int] | None = None
-        for us, ue in units:
-            if self.approx(us, ue) > self.target:
-                if cur:
-                    out.append(cur)
-                    cur = None
-                out.extend(self.split(us, ue, level + 1))
-            elif cur and self.approx(cur[0], ue) <= self.target:
-                cur = (cur[0], ue)
-            else:
-                if cur:
-                    out.append(cur)
-                cur = (us, ue)
-        if cur:
-            out.append(cur)
-        return out
+        return pack_units(units, self.approx, self.target, lambda us, ue: self.split(us, ue, level + 1))
 
     def units(self, s: int, e: int, sep: re.Pattern[str]) -> list[tuple[int, int]]:
         units, pos = [], s
         for m in sep.finditer(self.text, s, e):
             if m.start() > pos:
-                units.append(_trim(self.text, pos, m.start()))
+                units.append(trim(self.text, pos, m.start()))
             pos = m.end()
         if pos < e:
-            units.append(_trim(self.text, pos, e))
+            units.append(trim(self.text, pos, e))
         return [u for u in units if u[0] < u[1]]
 
     def token_cuts(self, s: int, e: int, size: int) -> list[tuple[int, int]]:
@@ -184,8 +200,3 @@ class _Splitter:
             i = j
         cuts.append(e)
         return [(a, b) for a, b in zip(cuts, cuts[1:]) if a < b]
-
-
-def single_encode_check(text: str) -> int:
-    """Token count of ``text`` encoded on its own (used by tests as the oracle)."""
-    return len(encoding().encode_ordinary(text))

@@ -83,16 +83,7 @@ class Warehouse:
             meta = dict(table.schema.metadata or {})
             meta.update({f"codex.{k}".encode(): v.encode() for k, v in stamp.items()})
             table = table.replace_schema_metadata(meta)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            pq.write_table(table, tmp, compression="zstd")
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_parquet_atomic(table, path)
         return path
 
     def remove(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> None:
@@ -129,6 +120,20 @@ class Warehouse:
     def has_files(self, dataset: str, name: str) -> bool:
         d = self.table_dir(dataset, name)
         return d.is_dir() and any(d.glob("*.parquet"))
+
+
+def write_parquet_atomic(table: pa.Table, path: Path) -> None:
+    """Write to a temp file in the same folder, then rename: readers see all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:

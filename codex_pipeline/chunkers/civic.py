@@ -28,7 +28,7 @@ from ..rows import ChunkDraft
 from ..sources.civic import render_record
 from ..sources.council_transcript import InferredItem, Transcript, Turn, infer_agenda_items, parse_transcript
 from ..splitting import bounded_split
-from ..tokens import TokenizedText, encoding
+from ..tokens import TokenizedText, count_tokens_batch
 
 MERGE_BELOW_TOKENS = 50  # a turn whose spoken text has fewer tokens is merged forward
 MERGE_SEPARATOR = "\n"  # between the texts of merged turns
@@ -41,12 +41,6 @@ SUMMARY_METHODS = {
     "opening": "the first turn, speaker labels and turn times",
     "whole_meeting": "speaker labels and turn times",
 }
-
-
-def _counts(texts: Sequence[str]) -> list[int]:
-    """Exact cl100k counts; a plain loop beats the threaded batch on many short turns."""
-    encode = encoding().encode_ordinary
-    return [len(encode(t)) for t in texts]
 
 
 # ------------------------------------------------------------------ merging
@@ -110,7 +104,7 @@ def turn_drafts(text: str, item_sid: str, units: list[TurnUnit]) -> list[ChunkDr
         for k, g in enumerate(groups)
         if len(g) > 1
     }
-    composed_tokens = dict(zip(composed, _counts(list(composed.values()))))
+    composed_tokens = dict(zip(composed, count_tokens_batch(list(composed.values()))))
     out: list[ChunkDraft] = []
     for k, g in enumerate(groups):
         if len(g) == 1:
@@ -189,7 +183,7 @@ def chunk_record(doc: SourceDocument) -> list[ChunkDraft]:
             spans += [t.span, t.text_span]
         spans += item.conditions
         spans += [s for _, s in item.contingencies]
-    counts = iter(_counts([text[s:e] for s, e in spans]))
+    counts = iter(count_tokens_batch([text[s:e] for s, e in spans]))
     out: list[ChunkDraft] = []
     for item, raw in zip(layout, rec["agenda_items"]):
         sid = f"item.{item.number}"
@@ -219,11 +213,11 @@ def chunk_transcript(doc: SourceDocument) -> list[ChunkDraft]:
     text = doc.text
     parsed = parse_transcript(text)
     turns = parsed.turns
-    sizes = _counts([text[t.text_start : t.text_end] for t in turns])
+    sizes = count_tokens_batch([text[t.text_start : t.text_end] for t in turns])
     inference = infer_agenda_items(text, turns)
     out: list[ChunkDraft] = []
     summaries = [_item_summary(text, parsed, item, inference.chair) for item in inference.items]
-    summary_tokens = _counts([s[0] for s in summaries])
+    summary_tokens = count_tokens_batch([s[0] for s in summaries])
     for item, (summary, spans, extra, kind), n in zip(inference.items, summaries, summary_tokens):
         sid = f"item.{item.number}"
         meta = {

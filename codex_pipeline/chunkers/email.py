@@ -28,8 +28,8 @@ from ..contract import MAX_CHUNK_TOKENS, ChunkType
 from ..documents import SourceDocument
 from ..ids import make_chunk_id
 from ..rows import ChunkDraft
-from ..tokens import count_tokens
-from .sizing import Budget, count_many, split_range
+from ..tokens import count_tokens, count_tokens_batch
+from .sizing import Budget, split_range
 
 DEFAULT_MAX_EMAILS = 10
 DEFAULT_MAX_TOKENS = 512
@@ -67,7 +67,7 @@ class EmailChunker:
             return []
         text = doc.text
         spans = [tuple(m["span"]) for m in msgs]
-        tokens = count_many([text[s:e] for s, e in spans])
+        tokens = count_tokens_batch([text[s:e] for s, e in spans])
         b = self.budget
         size = [b.size(e - s, t) for (s, e), t in zip(spans, tokens)]
         by_n = {m["n"]: i for i, m in enumerate(msgs)}

@@ -29,8 +29,8 @@ from ..contract import MAX_CHUNK_TOKENS, ChunkType
 from ..documents import SourceDocument
 from ..rows import ChunkDraft
 from ..sources.markdown import split_front_matter
-from ..tokens import count_tokens
-from .sizing import Budget, CutCounter, Unit, count_many, encode, is_safe_cut, overlap_start, split_range
+from ..tokens import count_tokens, count_tokens_batch, encode_array
+from .sizing import Budget, CutCounter, Unit, is_safe_cut, overlap_start, split_range
 
 DEFAULT_MIN_TOKENS, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS = 256, 512, 32
 SEED_MIN_CHAR, SEED_MAX_CHAR, SEED_OVERLAP_CHARS = 1024, 2048, 128
@@ -315,7 +315,7 @@ class MarkdownChunker:
         st = parse_structure(text, int(body_start))
         if not st.sections:
             return []
-        tokens = encode(text)  # the one encoding of the document; every count derives from it
+        tokens = encode_array(text)  # the one encoding of the document; every count derives from it
         ac = CutCounter(text, tokens, st.cuts, st.unsafe)
         for s in st.sections:
             s.tokens = ac.count(s.start, s.end)
@@ -552,7 +552,7 @@ class MarkdownChunker:
             q = te if nl < 0 or nl + 1 > te else nl + 1
             rows.append((p, q))
             p = q
-        counts = count_many([text[a:c] for a, c in rows])
+        counts = count_tokens_batch([text[a:c] for a, c in rows])
         h_tok = count_tokens(header)
         group: list[int] = []
 

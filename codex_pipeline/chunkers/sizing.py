@@ -21,25 +21,14 @@ from typing import Literal
 import numpy as np
 
 from ..contract import MAX_CHUNK_TOKENS
-from ..splitting import bounded_split
-from ..tokens import TokenizedText, _vocab_tables, count_tokens, encoding
+from ..splitting import BOUNDARY_LEVELS, bounded_split, pack_units, trim
+from ..tokens import TokenizedText, byte_lengths, count_tokens
 
 Unit = Literal["tokens", "chars"]
-
-def count_many(texts: Sequence[str]) -> list[int]:
-    """Exact cl100k counts of many texts."""
-    enc = encoding()
-    return [len(enc.encode_ordinary(t)) for t in texts]
-
 
 def is_safe_cut(text: str, pos: int) -> bool:
     """True where cl100k always starts a new piece: text ends, or after ``\\n`` before non-space."""
     return pos <= 0 or pos >= len(text) or (text[pos - 1] == "\n" and not text[pos].isspace())
-
-
-def encode(text: str) -> np.ndarray:
-    """cl100k tokens of ``text`` (``encode_ordinary``, as one numpy buffer)."""
-    return encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
 
 
 class CutCounter:
@@ -61,7 +50,7 @@ class CutCounter:
         else:
             safe = [c for c in cuts if c not in unsafe] if unsafe else cuts
         n = len(tokens)
-        self._byte_end = _vocab_tables().byte_len.take(tokens).cumsum() if n else np.zeros(0, np.int64)
+        self._byte_end = byte_lengths(tokens).cumsum() if n else np.zeros(0, np.int64)
         self._char_byte: np.ndarray | None = None
         if not text.isascii():  # char offset -> UTF-8 byte offset: where each char's first byte is
             data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
@@ -137,35 +126,17 @@ class Piece:
     tokens: int
 
 
-# Boundary levels for character-unit splitting, coarsest first (as bounded_split).
-_CHAR_LEVELS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n[ \t]*\n\s*"),
-    re.compile(r"\n\s*"),
-    re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+"),
-    re.compile(r"(?<=[,;:—–])\s+"),
-    re.compile(r"\s+"),
-)
-
-
-def _trim(text: str, s: int, e: int) -> tuple[int, int]:
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
-    return s, e
-
-
 def _char_split(text: str, s: int, e: int, limit: int, level: int = 0) -> list[tuple[int, int]]:
     """Pieces of at most ``limit`` characters cut at the coarsest boundary that works."""
-    s, e = _trim(text, s, e)
+    s, e = trim(text, s, e)
     if s >= e:
         return []
     if e - s <= limit:
         return [(s, e)]
-    if level >= len(_CHAR_LEVELS):
+    if level >= len(BOUNDARY_LEVELS):
         return [(a, min(a + limit, e)) for a in range(s, e, limit)]
     units, pos = [], s
-    for m in _CHAR_LEVELS[level].finditer(text, s, e):
+    for m in BOUNDARY_LEVELS[level].finditer(text, s, e):
         if m.start() > pos:
             units.append((pos, m.start()))
         pos = m.end()
@@ -173,23 +144,7 @@ def _char_split(text: str, s: int, e: int, limit: int, level: int = 0) -> list[t
         units.append((pos, e))
     if len(units) <= 1:
         return _char_split(text, s, e, limit, level + 1)
-    out: list[tuple[int, int]] = []
-    cur: tuple[int, int] | None = None
-    for us, ue in units:
-        if ue - us > limit:
-            if cur:
-                out.append(cur)
-                cur = None
-            out.extend(_char_split(text, us, ue, limit, level + 1))
-        elif cur and ue - cur[0] <= limit:
-            cur = (cur[0], ue)
-        else:
-            if cur:
-                out.append(cur)
-            cur = (us, ue)
-    if cur:
-        out.append(cur)
-    return out
+    return pack_units(units, lambda a, b: b - a, limit, lambda us, ue: _char_split(text, us, ue, limit, level + 1))
 
 
 def split_range(text: str, start: int, end: int, budget: Budget, limit: int | None = None) -> list[Piece]:

@@ -28,8 +28,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import logging
-import os
-import tempfile
 import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
@@ -40,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..storage import write_parquet_atomic
 from .base import Embedder, EmptyInput, InputTooLong
 
 log = logging.getLogger(__name__)
@@ -214,17 +213,8 @@ class EmbeddingCheckpoint:
             ],
             schema=checkpoint_schema(d),
         )
-        self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"part-{uuid.uuid4().hex}.parquet"
-        fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=".tmp", dir=self.directory)
-        os.close(fd)
-        try:
-            pq.write_table(table, tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_parquet_atomic(table, path)
         return path
 
     def load_into(self, lookup: VectorLookup, *, model: str, version: str, hashes: Collection[str] | None = None) -> int:

@@ -136,7 +136,7 @@ class RecordSchema:
                     continue
                 value = records[int(row.index)].data.get(row.column)
                 problems.setdefault(int(row.index), []).append(
-                    f"field {row.column!r} fails {row.check!r} (got {_short(value)})"
+                    f"field {row.column!r} fails {row.check!r} (got {short_repr(value)})"
                 )
         if not self.extra_fields_allowed:
             for i, r in enumerate(records):
@@ -149,7 +149,7 @@ class RecordSchema:
                 rid = r.data.get(self.id_field)
                 ref = f"{r.ref}" + (f", {self.id_field}={rid!r}" if isinstance(rid, (str, int)) else "")
                 rejects.append(
-                    Reject(r.source_file, "; ".join(sorted(set(problems[i]))), ref, excerpt=_short(r.data, 300))
+                    Reject(r.source_file, "; ".join(sorted(set(problems[i]))), ref, excerpt=short_repr(r.data, 300))
                 )
             else:
                 valid.append(r)
@@ -175,7 +175,7 @@ def _present_and(pred: Callable[[Any], bool], required: bool) -> Callable[[Any],
     return check
 
 
-def _short(v: Any, n: int = 80) -> str:
+def short_repr(v: Any, n: int = 80) -> str:
     s = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else repr(v)
     return s if len(s) <= n else s[: n - 1] + "…"
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..documents import LoadResult, Reject, SourceDocument
 from ..ids import make_doc_id
-from .records import Field, RawRecord, RecordSchema, _short, read_csv_rows, read_day, read_json_lines
+from .records import Field, RawRecord, RecordSchema, short_repr, read_csv_rows, read_day, read_json_lines
 
 # ---------------------------------------------------------------------------------------
 # Field rules shared by the record schemas
@@ -118,7 +118,7 @@ class RecordRules:
                 continue
             rid = r.data.get(self.schema.id_field)
             ref = r.ref + (f", {self.schema.id_field}={rid!r}" if isinstance(rid, (str, int)) else "")
-            rejects.append(Reject(r.source_file, "; ".join(problems[i]), ref, excerpt=_short(r.data, 300)))
+            rejects.append(Reject(r.source_file, "; ".join(problems[i]), ref, excerpt=short_repr(r.data, 300)))
         return keep, rejects
 
     def markdown_tables(self) -> str:
