@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -18,6 +18,7 @@ from .documents import Reject, SourceDocument
 from .ids import content_hash
 from .registry import DatasetSpec
 from .rows import ChunkRun, RowBuffer
+from .tokens import encoded_ahead
 
 
 @dataclass
@@ -99,15 +100,40 @@ def chunk(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], chun
     buf = RowBuffer(run)
     rejects: list[Reject] = []
     ok = 0
-    for doc in documents:
-        try:
-            drafts = spec.chunker(doc)
-        except Exception as exc:  # noqa: BLE001 - one bad record must not sink the partition
-            rejects.append(Reject(doc.source_file, f"chunker failed: {type(exc).__name__}: {exc}", doc.record_id, stage="chunk"))
-            continue
-        if not drafts:
-            rejects.append(Reject(doc.source_file, "chunker produced no chunks", doc.record_id, stage="chunk"))
-            continue
-        buf.add_document(doc, drafts)
-        ok += 1
+    for batch in _batches(documents, ENCODE_AHEAD_CHARS if spec.encodes_documents else 0):
+        with encoded_ahead([doc.text for doc in batch] if spec.encodes_documents else ()):
+            for doc in batch:
+                try:
+                    drafts = spec.chunker(doc)
+                except Exception as exc:  # noqa: BLE001 - one bad record must not sink the partition
+                    rejects.append(
+                        Reject(doc.source_file, f"chunker failed: {type(exc).__name__}: {exc}", doc.record_id, stage="chunk")
+                    )
+                    continue
+                if not drafts:
+                    rejects.append(Reject(doc.source_file, "chunker produced no chunks", doc.record_id, stage="chunk"))
+                    continue
+                buf.add_document(doc, drafts)
+                ok += 1
     return StepOutput(buf.to_table(), rejects_table(spec.name, day, rejects), ok)
+
+
+ENCODE_AHEAD_CHARS = 4_000_000
+"""Text encoded ahead per batch: enough for tiktoken to stay cache-hot, bounded memory."""
+
+
+def _batches(documents: list[SourceDocument], max_chars: int) -> Iterator[list[SourceDocument]]:
+    """Consecutive runs of documents of at most ``max_chars`` text (0: all in one run)."""
+    if max_chars <= 0:
+        yield documents
+        return
+    batch: list[SourceDocument] = []
+    size = 0
+    for doc in documents:
+        if batch and size + len(doc.text) > max_chars:
+            yield batch
+            batch, size = [], 0
+        batch.append(doc)
+        size += len(doc.text)
+    if batch:
+        yield batch

@@ -39,6 +39,7 @@ class DatasetSpec:
     chunker: Chunker | None  # None: exported raw only, no `_chunks` table
     chunking_version: str  # bump when the chunker's output changes
     source_version: str = "1"  # bump when the reader's output changes
+    encodes_documents: bool = False  # the chunker encodes each document's whole text (see tokens.encoded_ahead)
 
     @property
     def chunked(self) -> bool:
@@ -51,6 +52,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         description="Unstructured text and scraped HTML pages, chunked by the 600/550 token-window fallback.",
         load_day=load_narrative_day,
         chunker=chunk_narrative,
+        encodes_documents=True,
         chunking_version="1.0",
     ),
     DatasetSpec(
@@ -120,6 +122,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "path kept, small sections fused, large ones split with overlap (256/512/32 tokens).",
         load_day=load_docs_day,
         chunker=chunk_markdown,
+        encodes_documents=True,
         chunking_version="1.0",
     ),
     DatasetSpec(

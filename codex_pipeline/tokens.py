@@ -8,9 +8,11 @@ BPE file and checks its SHA-256 exactly as tiktoken does.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,8 +60,37 @@ def encode_array(text: str) -> np.ndarray:
     """``encode_ordinary`` of ``text`` as one numpy buffer instead of a list of ints.
 
     (encode_to_numpy with no special tokens allowed or disallowed is encode_ordinary.)
+    Inside :func:`encoded_ahead` a text encoded up front is handed out instead.
     """
+    ahead = _AHEAD.get()
+    if ahead:
+        hit = ahead.pop(id(text), None)
+        if hit is not None and hit[0] is text:
+            return hit[1]
     return encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+
+
+_AHEAD: contextvars.ContextVar[dict[int, tuple[str, np.ndarray]] | None] = contextvars.ContextVar(
+    "codex_encoded_ahead", default=None
+)
+
+
+@contextmanager
+def encoded_ahead(texts: Sequence[str]) -> Iterator[None]:
+    """Encode ``texts`` back to back now; :func:`encode_array` hands each result out once, inside the block.
+
+    Interleaving tiktoken with a chunker's Python work evicts tiktoken's tables from the
+    CPU cache between documents; encoding a batch of documents first measured about
+    10% faster chunking of the httpx docs (``bench/bench_markdown_email.py``). Callers
+    bound the batch (the arrays hold 4 bytes per token until used).
+    """
+    encode = encoding().encode_to_numpy
+    ahead = {id(t): (t, encode(t, allowed_special=set(), disallowed_special=())) for t in texts}
+    token = _AHEAD.set(ahead)
+    try:
+        yield
+    finally:
+        _AHEAD.reset(token)
 
 
 def byte_lengths(tokens: np.ndarray) -> np.ndarray:

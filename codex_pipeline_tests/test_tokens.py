@@ -84,3 +84,28 @@ def test_safe_boundaries_are_exact_on_corpus() -> None:
         for a, b in zip(idx[::7], idx[5::7]):
             s, e = tt.char_at_token(int(a)), tt.char_at_token(int(b))
             assert int(b) - int(a) == len(encoding().encode_ordinary(text[s:e]))
+
+
+def test_encoded_ahead_hands_each_text_out_once_and_only_inside_the_block() -> None:
+    a, b = "first text of a partition", "second text\n# with a heading"
+    expected = tokens.encode_array(a).tolist()
+    with tokens.encoded_ahead([a, b]):
+        ahead = tokens._AHEAD.get()
+        assert ahead is not None and set(ahead) == {id(a), id(b)}
+        got = tokens.encode_array(a)
+        assert got.tolist() == expected
+        assert id(a) not in ahead  # handed out once: memory is released as documents are chunked
+        assert tokens.encode_array(a).tolist() == expected  # a second call encodes afresh
+        equal_not_same = "".join(["first text ", "of a partition"])
+        assert tokens.encode_array(equal_not_same).tolist() == expected
+    assert tokens._AHEAD.get() is None
+
+
+def test_encoded_ahead_never_returns_another_texts_tokens() -> None:
+    """The cache is keyed by object identity and checked, so a recycled id cannot leak tokens."""
+    a = "alpha beta"
+    with tokens.encoded_ahead([a]):
+        ahead = tokens._AHEAD.get()
+        assert ahead is not None
+        ahead[id(a)] = ("another object", ahead[id(a)][1])  # simulate an id reused by a different text
+        assert tokens.encode_array(a).tolist() == encoding().encode_ordinary(a)

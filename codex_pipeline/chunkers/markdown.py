@@ -107,10 +107,14 @@ class Structure:
 
 
 _MARKUP = re.compile(r"[\[`*_<]")
+# A title needing any cleaning: markup, an attribute list, or whitespace other than single spaces inside.
+_NEEDS_CLEANING = re.compile(r"[\[`*_<{]|\s\s|[^\S ]|^\s|\s$")
 
 
 def clean_title(raw: str) -> str:
     """Heading text without a trailing attribute list or inline markup."""
+    if not _NEEDS_CLEANING.search(raw):
+        return raw
     t = _ATTR_LIST.sub("", raw).strip() if "{" in raw else raw.strip()
     if _MARKUP.search(t):
         for pat, rep in _INLINE:
@@ -194,15 +198,14 @@ def parse_structure(text: str, body_start: int = 0) -> Structure:
                 cuts.append(t_end)
                 table_end = boundary = t_end
     content_start = _first_content_line(text, body_start)
-    top = [h for h in headers if h.level <= 3]
-    sections = _sections(text, content_start, top)
-    forced = {x.start for x in sections}
-    forced.add(content_start)
-    forced.add(n)
-    # the safe cuts (see sizing.is_safe_cut) plus the forced ones, inside the content
+    sections = _sections(text, content_start, [h for h in headers if h.level <= 3])
+    # the safe cuts (see sizing.is_safe_cut) plus the forced ones (section starts, content start, end)
     ok = {c for c in cuts if content_start <= c < n and text[c - 1] == "\n" and not text[c].isspace()}
-    unsafe = frozenset(c for c in forced - ok if not is_safe_cut(text, c))
-    ok.update(c for c in forced if content_start <= c <= n)
+    forced = [x.start for x in sections]
+    forced.append(content_start)
+    unsafe = frozenset(c for c in forced if c not in ok and 0 < c < n and not (text[c - 1] == "\n" and not text[c].isspace()))
+    ok.update(forced)
+    ok.add(n)
     return Structure(content_start, sections, sorted(ok), unsafe, fences, tables, headers)
 
 
@@ -249,13 +252,14 @@ def _sections(text: str, content_start: int, headers: list[Header]) -> list[Sect
     preamble = bool(sections)  # then a top-level "Preamble" heading must not take its id
     stack: list[tuple[int, tuple[str, ...], str]] = []  # (level, path, slug path)
     seen: dict[str, int] = {}
+    add = sections.append
+    slug_drop = _SLUG_DROP.sub
     ends = [h.start for h in headers]
     ends.append(n)
-    for i, h in enumerate(headers):
-        level, title = h.level, h.title
+    for i, (start, _, level, title) in enumerate(headers):
         while stack and stack[-1][0] >= level:
             stack.pop()
-        sl = slug(title)
+        sl = slug_drop("-", title.lower()).strip("-_") or "section"  # slug(), inlined: it runs per heading
         if stack:
             _, ppath, psid = stack[-1]
             path, sid = ppath + (title,), psid + "/" + sl
@@ -265,7 +269,7 @@ def _sections(text: str, content_start: int, headers: list[Header]) -> list[Sect
         k = seen[sid] = seen.get(sid, 0) + 1
         if k > 1 or sid == PREAMBLE_ID and preamble:
             sid = f"{sid}~{k}"
-        sections.append(Section(h.start, ends[i + 1], path, sid))
+        add(Section(start, ends[i + 1], path, sid))
     return sections
 
 

@@ -1,0 +1,37 @@
+"""pipeline.chunk: encoding ahead changes nothing in the rows, and batches bound its memory."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+from codex_pipeline import pipeline
+from codex_pipeline.documents import SourceDocument
+from codex_pipeline.registry import get_dataset
+from codex_pipeline.sources.markdown import load_docs_day
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DAY = dt.date(2026, 11, 24)
+AT = dt.datetime(2026, 11, 25, tzinfo=dt.timezone.utc)
+
+
+def _doc(i: int, size: int) -> SourceDocument:
+    return SourceDocument(doc_id=f"urn:aprs:t:{i}", record_id=str(i), text="x" * size, source_file="f", title=None)
+
+
+def test_batches_keep_order_and_bound_text_size() -> None:
+    docs = [_doc(i, s) for i, s in enumerate([5, 5, 9, 1, 12, 3])]
+    batches = list(pipeline._batches(docs, 10))
+    assert [d.record_id for b in batches for d in b] == [str(i) for i in range(6)]
+    assert [[len(d.text) for d in b] for b in batches] == [[5, 5], [9, 1], [12], [3]]  # one over-size doc alone
+    assert list(pipeline._batches(docs, 0)) == [docs]
+
+
+def test_rows_are_identical_with_and_without_encoding_ahead() -> None:
+    spec = get_dataset("docs")
+    assert spec.encodes_documents
+    docs = load_docs_day(FIXTURES / "docs").documents
+    ahead = pipeline.chunk(spec, DAY, docs, chunked_at=AT).table
+    plain = pipeline.chunk(dataclasses.replace(spec, encodes_documents=False), DAY, docs, chunked_at=AT).table
+    assert ahead.num_rows > 0 and ahead.equals(plain)
