@@ -4,7 +4,8 @@ A :class:`ChunkCollection` holds the rows of one or more Codex chunk tables as
 immutable :class:`Chunk` records, indexed once so every lookup afterwards is a dict
 hit or a slice: chunks of a document in reading order, neighbours before/after a
 chunk, its parent, children and ancestors, lookup by ``chunk_id`` and by
-``content_hash`` (SHA-256 of ``chunk_text``).
+``content_hash`` (SHA-256 of ``chunk_text``), and :meth:`ChunkCollection.resolve` for an
+id stored before its partition was re-chunked (it follows the redirect table).
 
 **Re-landed documents.** A document may appear in several daily partitions (its
 file was landed again on a later day). Chunk ids do not depend on the day, so mixing
@@ -202,13 +203,17 @@ class ChunkCollection(Sequence[Chunk]):
         dataset: str | None = None,
         partition: dt.date | str | None = None,
         superseded: Mapping[str, Sequence[dt.date]] | None = None,
+        redirects: pa.Table | None = None,
     ) -> None:
         """Select (dataset, partition / latest per document), sort and index ``chunks``.
 
         ``superseded`` adds older partitions already dropped upstream (e.g. by SQL).
+        ``redirects`` (rows of ``codex.<dataset>_redirects``) lets :meth:`resolve`
+        follow ids that vanished when a partition was re-chunked.
         """
         with _no_gc():
             self._build(chunks, dataset, _as_date(partition), superseded)
+        self._redirects = _redirect_map(redirects, dataset, _as_date(partition))
 
     def _build(
         self,
@@ -266,10 +271,15 @@ class ChunkCollection(Sequence[Chunk]):
 
     @classmethod
     def from_table(
-        cls, table: pa.Table, *, dataset: str | None = None, partition: dt.date | str | None = None
+        cls,
+        table: pa.Table,
+        *,
+        dataset: str | None = None,
+        partition: dt.date | str | None = None,
+        redirects: pa.Table | None = None,
     ) -> ChunkCollection:
         """From an Arrow table with (at least) the contract's id, text and order columns."""
-        return cls(_chunks_from_table(table), dataset=dataset, partition=partition)
+        return cls(_chunks_from_table(table), dataset=dataset, partition=partition, redirects=redirects)
 
     @classmethod
     def from_parquet(
@@ -278,6 +288,7 @@ class ChunkCollection(Sequence[Chunk]):
         *,
         dataset: str | None = None,
         partition: dt.date | str | None = None,
+        redirects: pa.Table | None = None,
     ) -> ChunkCollection:
         """From Parquet file(s): paths, a directory (its ``*.parquet``) or a glob pattern."""
         files = _expand_paths(paths)
@@ -289,7 +300,7 @@ class ChunkCollection(Sequence[Chunk]):
             cols = [n for n in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if n in schema.names]
             tables.append(pq.read_table(f, columns=cols).replace_schema_metadata(None))
         table = pa.concat_tables(tables, promote_options="permissive")
-        return cls.from_table(table, dataset=dataset, partition=partition)
+        return cls.from_table(table, dataset=dataset, partition=partition, redirects=redirects)
 
     @classmethod
     def from_duckdb(
@@ -300,6 +311,7 @@ class ChunkCollection(Sequence[Chunk]):
         dataset: str | None = None,
         partition: dt.date | str | None = None,
         doc_ids: Iterable[str] | None = None,
+        redirects: pa.Table | None = None,
     ) -> ChunkCollection:
         """From a DuckDB table or view (e.g. ``codex.docs_chunks``) on an open connection.
 
@@ -336,19 +348,27 @@ class ChunkCollection(Sequence[Chunk]):
             ).fetchall():
                 superseded[doc] = list(days[:-1])
         table = con.sql(f"SELECT {', '.join(cols)} FROM {view}{cond}{latest}", params=params).to_arrow_table()
-        return cls(_chunks_from_table(table), dataset=dataset, partition=day, superseded=superseded)
+        return cls(_chunks_from_table(table), dataset=dataset, partition=day, superseded=superseded, redirects=redirects)
 
     @classmethod
     def from_catalog(
         cls, warehouse: Any, dataset: str, *, partition: dt.date | str | None = None
     ) -> ChunkCollection:
-        """From ``codex.<dataset>_chunks`` in a data dir's DuckDB catalog, opened read-only."""
-        from .storage import Warehouse, connect_catalog
+        """From ``codex.<dataset>_chunks`` (and ``_redirects``) in a data dir's DuckDB catalog, read-only."""
+        from .storage import SCHEMA, Warehouse, connect_catalog
 
         wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
         con = connect_catalog(wh, read_only=True)
         try:
-            return cls.from_duckdb(con, f"codex.{dataset}_chunks", dataset=dataset, partition=partition)
+            redirects = None
+            name = f"{dataset}_redirects"
+            if _VIEW_NAME.match(name) and con.execute(
+                "SELECT count(*) FROM duckdb_views() WHERE schema_name = ? AND view_name = ?", [SCHEMA, name]
+            ).fetchall()[0][0]:
+                redirects = con.sql(f"SELECT {', '.join(_REDIRECT_COLUMNS)} FROM {SCHEMA}.{name}").to_arrow_table()
+            return cls.from_duckdb(
+                con, f"codex.{dataset}_chunks", dataset=dataset, partition=partition, redirects=redirects
+            )
         finally:
             con.close()
 
@@ -362,7 +382,12 @@ class ChunkCollection(Sequence[Chunk]):
         wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
         day = _as_date(partition)
         src = wh.partition_path(dataset, "chunks", day) if day else wh.glob(dataset, "chunks")
-        return cls.from_parquet(src, dataset=dataset, partition=day)
+        found = wh.partitions(dataset, "redirects")
+        files = list(found.values()) if day is None else [found[day]] if day in found else []
+        redirects = (
+            pa.concat_tables([pq.read_table(f, columns=list(_REDIRECT_COLUMNS)) for f in files]) if files else None
+        )
+        return cls.from_parquet(src, dataset=dataset, partition=day, redirects=redirects)
 
     # -- list-like ----------------------------------------------------------
 
@@ -446,6 +471,24 @@ class ChunkCollection(Sequence[Chunk]):
         hits = self._by_hash.get(content_hash)
         return self._chunks[hits[0]] if hits else None
 
+    def resolve(self, chunk_id: str) -> Chunk | None:
+        """The chunk an id stands for now: itself, or where the redirect table sends it.
+
+        A stored id (an eval set, a citation) vanishes when its section is renamed or
+        re-cut; see :mod:`codex_pipeline.redirects`. Returns None when the redirect
+        table says the id was removed, and raises KeyError for an id it never saw.
+        """
+        cid, seen = chunk_id, set()
+        while cid not in self._by_id:
+            if cid not in self._redirects or cid in seen:
+                raise KeyError(f"chunk {cid} is neither in this collection nor in its redirect table")
+            seen.add(cid)
+            target = self._redirects[cid]
+            if target is None:
+                return None
+            cid = target
+        return self._chunks[self._by_id[cid]]
+
     # -- reading order ------------------------------------------------------
 
     def position(self, chunk: ChunkRef) -> int:
@@ -519,6 +562,19 @@ class ChunkCollection(Sequence[Chunk]):
             return self._doc_range[doc_id]
         except KeyError:
             raise KeyError(f"document {doc_id} is not in this collection ({len(self._documents)} documents)") from None
+
+
+_REDIRECT_COLUMNS = ("old_chunk_id", "new_chunk_id", "dataset", "partition_date")
+
+
+def _redirect_map(table: pa.Table | None, dataset: str | None, day: dt.date | None) -> dict[str, str | None]:
+    """old id → newest id (None: removed); of several partitions' rows, the latest day's wins."""
+    if table is None or table.num_rows == 0:
+        return {}
+    rows = table.select(list(_REDIRECT_COLUMNS)).to_pylist()
+    rows = [r for r in rows if (dataset is None or r["dataset"] == dataset) and (day is None or r["partition_date"] == day)]
+    rows.sort(key=lambda r: r["partition_date"])
+    return {r["old_chunk_id"]: r["new_chunk_id"] for r in rows}
 
 
 def _cid(chunk: ChunkRef) -> str:

@@ -357,3 +357,27 @@ def test_from_catalog_and_warehouse(tmp_path: Path, day1: pa.Table, day2: pa.Tab
     )
     assert list(ChunkCollection.from_warehouse(wh, DATASET)) == expected
     assert len(ChunkCollection.from_warehouse(wh.root, DATASET, partition="2026-11-25")) == 2
+
+
+def test_resolve_follows_redirects(tmp_path: Path, day1: pa.Table) -> None:
+    from codex_pipeline.redirects import compute_redirects
+
+    renamed = {"a": [("h9" if s == "h2.s1" else s, *rest) for s, *rest in DOC_A], "b": DOC_B_DAY1[:2]}
+    day1b = build_table(DAY1, renamed)
+    redirects = compute_redirects(day1, day1b, dataset=DATASET, partition_date=DAY1, chunking_version="1.0")
+    col = ChunkCollection.from_table(day1b, redirects=redirects)
+    assert col.resolve(cid("a", "h1")) is col[cid("a", "h1")]  # present: itself
+    assert col.resolve(cid("a", "h2.s1")) is col[cid("a", "h9")]  # renamed, same text
+    assert col.resolve(cid("b", "w2")) is None  # the redirect table says it is gone
+    with pytest.raises(KeyError, match="redirect table"):
+        col.resolve(cid("a", "never"))
+    with pytest.raises(KeyError):
+        ChunkCollection.from_table(day1b).resolve(cid("a", "h2.s1"))  # no redirect table given
+
+    wh = Warehouse(tmp_path / "data")
+    wh.write(day1b, DATASET, "chunks", DAY1)
+    wh.write(redirects, DATASET, "redirects", DAY1)
+    ensure_views(wh, [(DATASET, "chunks"), (DATASET, "redirects")])
+    for loaded in (ChunkCollection.from_catalog(wh, DATASET), ChunkCollection.from_warehouse(wh, DATASET, partition=DAY1)):
+        assert loaded.resolve(cid("a", "h2.s1")).section_id == "h9"
+        assert loaded.resolve(cid("b", "w2")) is None

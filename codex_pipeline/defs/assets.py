@@ -4,14 +4,17 @@ import datetime as dt
 import warnings
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import pipeline
 from ..contract_check import validate_chunks
+from ..redirects import INPUT_COLUMNS as REDIRECT_INPUT_COLUMNS, compute_redirects
 from ..registry import DATASETS, DatasetSpec
 from ..stats import chunk_summary, preview_markdown
 from ..embedding_step import embed_day
 from ..inspector import token_histogram_markdown
-from ..storage import ensure_views
+from ..storage import Warehouse, ensure_views
 from .partitions import daily_partitions
 from .resources import CodexWarehouse, EmbeddingSettings
 
@@ -40,6 +43,34 @@ def _rejects_preview(rejects) -> str:
         reason = r["reason"].replace("|", "\\|")
         lines.append(f"| {r['stage']} | {r['source_file']} | {r['record_ref'] or ''} | {reason} |")
     return "\n".join(lines)
+
+
+def _update_redirects(wh: Warehouse, spec: DatasetSpec, day: dt.date, table: pa.Table) -> dict[str, int]:
+    """Redirect the ids the previous chunks file of this day had and ``table`` lacks.
+
+    Must run before the new chunks file replaces the old one: the old file is the only
+    record of the ids users may have stored. Writes ``redirects/<day>.parquet`` when
+    there is something to say (or an earlier redirect file to bring up to date) and
+    returns the row count by match kind.
+    """
+    previous = wh.partitions(spec.name, "chunks").get(day)
+    stored = wh.partitions(spec.name, "redirects").get(day)
+    if previous is None and stored is None:
+        return {}
+    redirects = compute_redirects(
+        pq.read_table(previous, columns=list(REDIRECT_INPUT_COLUMNS)) if previous else None,
+        table,
+        dataset=spec.name,
+        partition_date=day,
+        chunking_version=spec.chunking_version,
+        previous_redirects=wh.read(spec.name, "redirects", day) if stored else None,
+    )
+    if redirects.num_rows or stored:
+        wh.write(redirects, spec.name, "redirects", day)
+    counts: dict[str, int] = {}
+    for kind in redirects.column("match").to_pylist():
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
@@ -91,7 +122,10 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         partitions_def=daily_partitions,
         code_version=spec.chunking_version,
         kinds={"parquet", "duckdb"},
-        description=f"Contract-checked chunk rows of {spec.name} (chunking_version {spec.chunking_version}), `codex.{spec.name}_chunks` in DuckDB.",
+        description=(
+            f"Contract-checked chunk rows of {spec.name} (chunking_version {spec.chunking_version}), "
+            f"`codex.{spec.name}_chunks` in DuckDB; ids that vanish on re-chunking go to `codex.{spec.name}_redirects`."
+        ),
         metadata={"dataset": spec.name, "chunking_version": spec.chunking_version},
         check_specs=[
             dg.AssetCheckSpec(
@@ -109,14 +143,18 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         out = pipeline.chunk(spec, day, docs)
         report = validate_chunks(out.table, {d.doc_id: d.text for d in docs})
         wh.write(out.rejects, spec.name, "rejects", day, part="chunk")
-        if report.passed:
+        redirects: dict[str, int] = {}
+        if report.passed:  # a quarantined table publishes no ids, so it redirects none
+            redirects = _update_redirects(wh, spec, day, out.table)
             path = wh.write(out.table, spec.name, "chunks", day, stamp={"chunking_version": spec.chunking_version})
             wh.remove(spec.name, "quarantine", day)
         else:  # never let a bad partition feed embeddings: keep it aside for inspection
             wh.remove(spec.name, "chunks", day)
             path = wh.write(out.table, spec.name, "quarantine", day, stamp={"chunking_version": spec.chunking_version})
             context.log.error(f"chunk contract failed for {spec.name} {day}: {report.failed_checks}")
-        created = ensure_views(wh, [(spec.name, "chunks"), (spec.name, "rejects"), (spec.name, "quarantine")])
+        created = ensure_views(
+            wh, [(spec.name, "chunks"), (spec.name, "rejects"), (spec.name, "quarantine"), (spec.name, "redirects")]
+        )
         summary = chunk_summary(out.table)
         return dg.MaterializeResult(
             metadata={
@@ -128,6 +166,8 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 "tokens_max": summary["tokens"]["max"],
                 "tokens_by_type": dg.MetadataValue.json(summary["tokens_by_type"]),
                 "rejects": out.rejects.num_rows,
+                "redirects": sum(redirects.values()),
+                "redirects_by_match": dg.MetadataValue.json(redirects),
                 "preview": dg.MetadataValue.md(preview_markdown(out.table)),
                 "token_histogram": dg.MetadataValue.md(
                     token_histogram_markdown(out.table, title=f"{spec.name} {day.isoformat()}")

@@ -1,0 +1,218 @@
+"""The redirect table: golden cases of the pure function, then a rename through real Dagster."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import dagster as dg
+import pyarrow as pa
+
+from codex_pipeline.ids import content_hash, make_chunk_id, make_locator
+from codex_pipeline.redirects import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
+from codex_pipeline.storage import Warehouse, connect_catalog
+
+from .conftest import materialize_dataset
+
+DAY = dt.date(2026, 11, 24)
+T0 = dt.datetime(2026, 11, 24, 8, 0, tzinfo=dt.timezone.utc)
+T1 = dt.datetime(2026, 11, 25, 8, 0, tzinfo=dt.timezone.utc)
+DOC = "urn:aprs:docs:guide.md"
+
+
+def _table(rows: list[tuple[str, str, tuple[int, int], str]], version: str = "1.0", doc: str = DOC) -> pa.Table:
+    """A chunk table (the columns matching reads) from (section_id, text, span, rev8) rows."""
+    cols: dict[str, list] = {c: [] for c in INPUT_COLUMNS}
+    for seq, (sid, text, (s, e), rev) in enumerate(rows):
+        cols["chunk_id"].append(make_chunk_id(doc, sid))
+        cols["doc_id"].append(doc)
+        cols["section_id"].append(sid)
+        cols["seq_index"].append(seq)
+        cols["evidence_anchor"].append(f'{{"page":null,"char_span":[{s},{e}]}}')
+        cols["chunking_version"].append(version)
+        cols["locator"].append(make_locator(doc.rsplit(":", 1)[1], rev, sid, None, 0))
+        cols["content_hash"].append(content_hash(text))
+    return pa.table(cols)
+
+
+def _run(previous, current, stored=None, version="1.0", now=T0) -> pa.Table:
+    return compute_redirects(
+        previous, current, dataset="docs", partition_date=DAY, chunking_version=version,
+        previous_redirects=stored, now=now,
+    )
+
+
+def _summary(redirects: pa.Table) -> list[tuple]:
+    """(old section, new section, match, overlap) per row, in the table's order."""
+    by_id = {}
+    for r in redirects.to_pylist():
+        by_id[r["old_chunk_id"]] = (r["old_section_id"], r["new_section_id"], r["match"], r["overlap"])
+        if r["new_chunk_id"] is not None:
+            assert r["new_chunk_id"] == make_chunk_id(r["doc_id"], r["new_section_id"])
+    return list(by_id.values())
+
+
+def test_rename_is_matched_by_content_hash() -> None:
+    old = _table([("intro", "Intro.", (0, 6), "aaaaaaaa"), ("setup", "Install it.", (8, 19), "aaaaaaaa")])
+    # the intro was edited (same id, no redirect); the setup section was renamed
+    new = _table([("intro", "Intro, edited.", (0, 14), "bbbbbbbb"), ("install", "Install it.", (16, 27), "bbbbbbbb")],
+                 version="2.0")
+    out = _run(old, new, version="2.0")
+    assert out.schema == REDIRECT_SCHEMA
+    (row,) = out.to_pylist()
+    assert row == {
+        "dataset": "docs", "partition_date": DAY, "doc_id": DOC,
+        "old_chunk_id": make_chunk_id(DOC, "setup"), "old_section_id": "setup", "old_chunking_version": "1.0",
+        "new_chunk_id": make_chunk_id(DOC, "install"), "new_section_id": "install", "new_chunking_version": "2.0",
+        "match": "content_hash", "overlap": None, "created_at": T0,
+    }
+
+
+def test_unchanged_text_is_matched_by_best_span_overlap() -> None:
+    rev = "cccccccc"
+    old = _table([("root", "R" * 200, (0, 200), rev), ("s1", "a" * 100, (0, 100), rev), ("s2", "b" * 100, (100, 200), rev)])
+    # a new chunking version cuts at 140; the root spans everything and must not win
+    new = _table([("root", "R" * 200, (0, 200), rev), ("p1", "x" * 140, (0, 140), rev), ("p2", "y" * 60, (140, 200), rev)],
+                 version="2.0")
+    assert _summary(_run(old, new, version="2.0")) == sorted(
+        [("s1", "p1", "span_overlap", round(100 / 140, 6)), ("s2", "p2", "span_overlap", 0.6)],
+        key=lambda r: make_chunk_id(DOC, r[0]),
+    )
+
+
+def test_changed_text_without_identical_chunk_is_removed() -> None:
+    other = "urn:aprs:docs:gone.md"
+    old = pa.concat_tables([
+        _table([("a", "Alpha.", (0, 6), "dddddddd"), ("b", "Beta.", (7, 12), "dddddddd")]),
+        _table([("only", "Only.", (0, 5), "eeeeeeee")], doc=other),
+    ])
+    # same spans, but the text changed (new rev8): offsets are not comparable any more
+    new = _table([("a", "Alpha!", (0, 6), "ffffffff"), ("b2", "Beta!", (7, 12), "ffffffff")])
+    out = _run(old, new).to_pylist()
+    assert [(r["doc_id"], r["old_section_id"], r["new_chunk_id"], r["match"], r["overlap"]) for r in out] == [
+        (other, "only", None, "removed", None),  # the whole document left the partition
+        (DOC, "b", None, "removed", None),
+    ]
+
+
+def test_chain_resolves_to_the_newest_id_and_keeps_its_history() -> None:
+    rev = "99999999"
+    v1 = _table([("a", "Alpha text.", (0, 11), "11111111"), ("keep", "Kept.", (12, 17), "11111111")])
+    v2 = _table([("b", "Alpha text.", (0, 11), rev), ("keep", "Kept!", (12, 17), rev)], version="2.0")
+    v3 = _table([("c", "Alpha text, recut.", (0, 10), rev), ("keep", "Kept!", (10, 17), rev)], version="3.0")
+    first = _run(v1, v2, version="2.0", now=T0)
+    assert _summary(first) == [("a", "b", "content_hash", None)]
+    second = _run(v2, v3, first, version="3.0", now=T1)
+    rows = {r["old_section_id"]: r for r in second.to_pylist()}
+    assert set(rows) == {"a", "b"}
+    # A→B (content_hash) then B→C (span_overlap 10/11): A→C, as weak as its weakest hop
+    assert (rows["a"]["new_section_id"], rows["a"]["match"], rows["a"]["overlap"]) == ("c", "span_overlap", round(10 / 11, 6))
+    assert (rows["b"]["new_section_id"], rows["b"]["match"]) == ("c", "span_overlap")
+    assert rows["a"]["created_at"] == T0 and rows["b"]["created_at"] == T1  # when each id disappeared
+    assert rows["a"]["old_chunking_version"] == "1.0" and rows["a"]["new_chunking_version"] == "3.0"
+    # a re-run with nothing new changes nothing
+    assert _run(v3, v3, second, version="3.0", now=T1.replace(hour=20)).equals(second)
+
+
+def test_an_id_that_reappears_loses_its_redirect() -> None:
+    rev = "77777777"
+    v1 = _table([("a", "Same text.", (0, 10), rev)])
+    v2 = _table([("b", "Same text.", (0, 10), rev)], version="2.0")
+    first = _run(v1, v2, version="2.0")
+    assert _summary(first) == [("a", "b", "content_hash", None)]
+    back = _run(v2, v1, first, version="1.0")  # rolled back: `a` exists again, `b` is the one gone
+    assert _summary(back) == [("b", "a", "content_hash", None)]
+
+
+def test_earlier_removals_stay_and_order_is_deterministic() -> None:
+    rev = "55555555"
+    v1 = _table([(f"s{i}", f"text {i}", (10 * i, 10 * i + 6), rev) for i in range(6)])
+    v2 = _table([("s0", "text 0", (0, 6), "66666666")])  # every other section dropped
+    first = _run(v1, v2)
+    assert [r["match"] for r in first.to_pylist()] == ["removed"] * 5
+    assert first.column("old_chunk_id").to_pylist() == sorted(first.column("old_chunk_id").to_pylist())
+    shuffled = v1.take([3, 0, 5, 1, 4, 2])
+    assert _run(shuffled, v2).equals(first)
+    assert _run(v2, v2, first).equals(first)  # still gone, still listed
+    assert _run(None, v1, first).num_rows == 0  # all back
+
+
+# -- through Dagster ----------------------------------------------------------------------
+
+def _section(name: str, seed: int) -> str:
+    words = ["river", "permit", "ledger", "harbor", "council", "signal", "meadow", "archive", "lantern", "quarry"]
+    sentences = [
+        " ".join(words[(seed + i * 7 + j) % len(words)] for j in range(9)).capitalize() + f" ({name} {i})."
+        for i in range(24)
+    ]
+    return f"## {name}\n\n" + "\n".join(" ".join(sentences[k:k + 4]) + "\n" for k in range(0, 24, 4))
+
+
+def _guide(title: str) -> str:
+    body = "\n".join(_section(n, s) for s, n in enumerate(["Alpha", "Beta", "Gamma"]))
+    return f"# {title}\n\nA short note before the sections.\n\n{body}"
+
+
+def _chunks_metadata(result: dg.ExecuteInProcessResult) -> dict:
+    (mat,) = [
+        e.event_specific_data.materialization
+        for e in result.all_events
+        if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey(["docs", "chunks"])
+    ]
+    return {k: v.value for k, v in mat.metadata.items()}
+
+
+def _materialize(warehouse: Warehouse, title: str) -> dict:
+    landing = warehouse.landing_dir("docs", DAY)
+    landing.mkdir(parents=True, exist_ok=True)
+    (landing / "guide.md").write_text(_guide(title))
+    result = materialize_dataset(warehouse, "docs", DAY.isoformat())
+    assert result.success
+    return _chunks_metadata(result)
+
+
+def _redirects(warehouse: Warehouse) -> list[tuple]:
+    con = connect_catalog(warehouse)
+    try:
+        return con.execute(
+            "SELECT r.old_section_id, r.new_section_id, r.match, c.section_id "
+            "FROM codex.docs_redirects r LEFT JOIN codex.docs_chunks c "
+            "ON c.chunk_id = r.new_chunk_id AND c.partition_date = r.partition_date "
+            "ORDER BY r.old_section_id"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def test_renamed_heading_redirects_through_dagster(warehouse: Warehouse) -> None:
+    meta = _materialize(warehouse, "Field notes")
+    assert meta["redirects"] == 0 and not warehouse.has_files("docs", "redirects")
+    first = warehouse.read("docs", "chunks", DAY).column("section_id").to_pylist()
+    assert first == ["field-notes", "field-notes/beta", "field-notes/gamma"]  # the short intro fused with Alpha
+
+    # renaming the H1 renames every section path: the untouched sections move by content hash,
+    # the first chunk (which holds the heading) changed text and is reported gone
+    meta = _materialize(warehouse, "Log book")
+    assert meta["redirects"] == 3 and meta["redirects_by_match"] == {"content_hash": 2, "removed": 1}
+    assert _redirects(warehouse) == [
+        ("field-notes", None, "removed", None),
+        ("field-notes/beta", "log-book/beta", "content_hash", "log-book/beta"),
+        ("field-notes/gamma", "log-book/gamma", "content_hash", "log-book/gamma"),
+    ]
+
+    # a second rename: the stored rows follow the chain to the newest ids
+    _materialize(warehouse, "Trail log")
+    assert _redirects(warehouse) == [
+        ("field-notes", None, "removed", None),
+        ("field-notes/beta", "trail-log/beta", "content_hash", "trail-log/beta"),
+        ("field-notes/gamma", "trail-log/gamma", "content_hash", "trail-log/gamma"),
+        ("log-book", None, "removed", None),
+        ("log-book/beta", "trail-log/beta", "content_hash", "trail-log/beta"),
+        ("log-book/gamma", "trail-log/gamma", "content_hash", "trail-log/gamma"),
+    ]
+
+    # back to the first title: those ids exist again, so their rows go
+    meta = _materialize(warehouse, "Field notes")
+    assert [r[0] for r in _redirects(warehouse)] == [
+        "log-book", "log-book/beta", "log-book/gamma", "trail-log", "trail-log/beta", "trail-log/gamma",
+    ]
+    assert meta["redirects"] == 6
