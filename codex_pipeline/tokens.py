@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,64 +158,117 @@ class TokenizedText:
     the regex splits the slice exactly as it split the whole text. So for a slice whose
     two ends are such *safe* boundaries, its token count is the difference of token
     indices; any other slice is encoded on its own. Counts are therefore always exact.
+
+    The per-token tables are built on first use: a chunker that only cuts at line
+    starts (Markdown, email) never pays for the flags that word-level cuts need.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, tokens: np.ndarray | None = None) -> None:
+        """``tokens``: the text's ``encode_array`` when the caller already has it."""
         self.text = text
-        tokens = encode_array(text)
+        if tokens is None:
+            tokens = encode_array(text)
         self.tokens = tokens
         n = len(tokens)
-        tables = _vocab_tables()
-        byte_starts = np.zeros(n, dtype=np.int64)
+        #: UTF-8 byte offset at which token i starts
+        self.byte_starts = np.zeros(n, dtype=np.int64)
         if n:
-            np.cumsum(tables.byte_len[tokens[:-1]], out=byte_starts[1:])
-        ascii_only = text.isascii()
-        if ascii_only:
-            char_starts = byte_starts
-            on_char = _AllTrue()
-        else:  # chars before byte b = b - (UTF-8 continuation bytes before b)
-            data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            cont = (data & 0xC0) == 0x80
-            cont_before = np.concatenate(([0], np.cumsum(cont)))
-            char_starts = byte_starts - cont_before[byte_starts]
-            on_char = ~cont[np.minimum(byte_starts, len(data) - 1)]
+            np.cumsum(_vocab_tables().byte_len[tokens[:-1]], out=self.byte_starts[1:])
+        self._ascii = text.isascii()
+        self._safe_idx: np.ndarray | None = None
+        self._index: dict[int, int | None] = {len(text): n}  # char offset -> token index (None: not safe)
+
+    @functools.cached_property
+    def _chars(self) -> tuple[np.ndarray, np.ndarray | _AllTrue]:
+        if self._ascii:
+            return self.byte_starts, _AllTrue()
+        # chars before byte b = b - (UTF-8 continuation bytes before b)
+        data = np.frombuffer(self.text.encode("utf-8"), dtype=np.uint8)
+        cont = (data & 0xC0) == 0x80
+        cont_before = np.concatenate(([0], np.cumsum(cont)))
+        starts = self.byte_starts
+        return starts - cont_before[starts], ~cont[np.minimum(starts, len(data) - 1)]
+
+    @functools.cached_property
+    def char_starts(self) -> np.ndarray:
+        """Char offset at which token i starts."""
+        return self._chars[0]
+
+    @functools.cached_property
+    def on_char(self) -> np.ndarray | _AllTrue:
+        """Whether token i starts between characters (not inside a multi-byte one)."""
+        return self._chars[1]
+
+    @functools.cached_property
+    def safe(self) -> np.ndarray:
+        """Whether a slice may start or end at token i with an index-difference count."""
+        tokens = self.tokens
+        n = len(tokens)
         safe = np.zeros(n, dtype=bool)
         if n > 1:
-            flags = tables.flags[tokens]
+            flags = _vocab_tables().flags[tokens]
             np.not_equal(flags[1:] & (flags[:-1] >> 4), 0, out=safe[1:])
-            if not ascii_only:
-                safe &= on_char
+            if not self._ascii:
+                safe &= self.on_char
         if n:
             safe[0] = True
-        #: char offset at which token i starts, whether it starts between characters,
-        #: and whether a slice may start/end there with an index-difference count
-        self.char_starts = char_starts
-        self.on_char = on_char
-        self.safe = safe
-        self._safe_lookup: tuple[np.ndarray, np.ndarray] | None = None
-        self._safe_idx: np.ndarray | None = None
+        return safe
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def token_index(self, char_offset: int) -> int | None:
         """Token index at ``char_offset`` if it is a safe boundary, else ``None``."""
-        if char_offset == len(self.text):
-            return len(self.tokens)
-        if self._safe_lookup is None:
-            idx = np.flatnonzero(self.safe)
-            self._safe_lookup = (self.char_starts[idx], idx)
-        chars, idx = self._safe_lookup
-        k = int(np.searchsorted(chars, char_offset))
-        if k < len(chars) and chars[k] == char_offset:
-            return int(idx[k])
-        return None
+        index = self._index
+        if char_offset not in index:
+            self.prefetch((char_offset,))
+        return index[char_offset]
+
+    def prefetch(self, offsets: Iterable[int]) -> None:
+        """Look up many offsets in one vectorized search, so later counts between them are dict hits.
+
+        Chunkers that try many candidate cuts (Markdown fusing and packing) call this
+        once with all of them instead of paying a numpy call per count. Offsets at line
+        starts (after a newline, before a non-space) are safe by the rule above, so they
+        need no token flags; any other offset is checked against its token's flags.
+        """
+        index, text = self._index, self.text
+        new = [o for o in offsets if o not in index]
+        if not new:
+            return
+        n = len(text)
+        at_line = [o == 0 or 0 < o < n and text[o - 1] == "\n" and not text[o].isspace() for o in new]
+        pos = np.array(new, dtype=np.int64)
+        keys = pos if self._ascii else self._char_byte[pos]  # offsets as UTF-8 byte offsets
+        starts = self.byte_starts
+        k = np.searchsorted(starts, keys)
+        if all(at_line):  # the common case: each is a token start (the token begins at that byte)
+            index.update(zip(new, k.tolist()))
+            return
+        np.minimum(k, max(len(starts) - 1, 0), out=k)
+        hit = np.array(at_line) | (starts[k] == keys) & self._safe_at(k) if len(starts) else np.zeros(len(new), bool)
+        index.update((o, kk if h else None) for o, kk, h in zip(new, k.tolist(), hit.tolist()))
+
+    def _safe_at(self, k: np.ndarray) -> np.ndarray:
+        """``safe[k]`` for tokens that start at a char's first byte, without the whole-text table."""
+        tokens, flags = self.tokens, _vocab_tables().flags
+        ok = (flags[tokens[k]] & (flags[tokens[np.maximum(k - 1, 0)]] >> 4)) != 0
+        ok |= k == 0
+        return ok
+
+    @functools.cached_property
+    def _char_byte(self) -> np.ndarray:
+        """UTF-8 byte offset of each char (plus the end), for non-ASCII texts."""
+        data = np.frombuffer(self.text.encode("utf-8"), dtype=np.uint8)
+        return np.append(np.flatnonzero((data & 0xC0) != 0x80), len(data))
 
     def count(self, start: int, end: int) -> int:
         """Exact token count of ``text[start:end]``."""
         if start == end:
             return 0
-        i, j = self.token_index(start), self.token_index(end)
+        index = self._index
+        i = index[start] if start in index else self.token_index(start)
+        j = index[end] if end in index else self.token_index(end)
         if i is not None and j is not None:
             return j - i
         return len(encoding().encode_ordinary(self.text[start:end]))

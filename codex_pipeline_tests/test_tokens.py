@@ -77,6 +77,26 @@ def test_slice_counts_are_exact(text: str, data: st.DataObject) -> None:
     assert tt.count(start, end) == len(encoding().encode_ordinary(text[start:end]))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab cé\n\n.,;:—日本 xyz123'\t#`")), min_size=0, max_size=300),
+    data=st.data(),
+)
+def test_prefetched_offsets_agree_with_the_whole_text_table(text: str, data: st.DataObject) -> None:
+    """Batch lookups (line-start fast path and per-token flags) give exactly the ``safe`` table's answer."""
+    offsets = data.draw(st.lists(st.integers(0, len(text)), max_size=40))
+    line_starts = [i for i in range(1, len(text)) if text[i - 1] == "\n" and not text[i].isspace()]
+    tt = TokenizedText(text)
+    tt.prefetch(offsets + line_starts)
+    reference = TokenizedText(text)
+    safe_at = {int(reference.char_starts[k]): k for k in reference.safe_token_indices().tolist()}
+    safe_at[len(text)] = len(reference.tokens)
+    for o in {*offsets, *line_starts}:
+        assert tt.token_index(o) == safe_at.get(o), o
+    for o in line_starts:
+        assert tt.token_index(o) is not None  # after a newline, before a non-space: always a boundary
+
+
 def test_safe_boundaries_are_exact_on_corpus() -> None:
     for text in _corpus_texts():
         tt = TokenizedText(text)

@@ -29,8 +29,8 @@ from ..contract import MAX_CHUNK_TOKENS, ChunkType
 from ..documents import SourceDocument
 from ..rows import ChunkDraft
 from ..sources.markdown import split_front_matter
-from ..tokens import count_tokens, count_tokens_batch, encode_array
-from .sizing import Budget, CutCounter, Unit, is_safe_cut, overlap_start, split_range
+from ..tokens import TokenizedText, count_tokens, count_tokens_batch, encode_array
+from .sizing import Budget, Unit, overlap_start, split_range
 
 DEFAULT_MIN_TOKENS, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS = 256, 512, 32
 SEED_MIN_CHAR, SEED_MAX_CHAR, SEED_OVERLAP_CHARS = 1024, 2048, 128
@@ -100,7 +100,6 @@ class Structure:
     content_start: int
     sections: list[Section]
     cuts: list[int]  # every position a chunk may start or end at, ascending
-    unsafe: frozenset[int]  # the cuts that are not safe (an indented header's line start)
     fences: list[tuple[int, int]]
     tables: list[tuple[int, int]]
     headers: list[Header]
@@ -199,14 +198,12 @@ def parse_structure(text: str, body_start: int = 0) -> Structure:
                 table_end = boundary = t_end
     content_start = _first_content_line(text, body_start)
     sections = _sections(text, content_start, [h for h in headers if h.level <= 3])
-    # the safe cuts (see sizing.is_safe_cut) plus the forced ones (section starts, content start, end)
+    # cuts at line starts before a non-space (where no chunk begins with blank space) plus the forced ones
     ok = {c for c in cuts if content_start <= c < n and text[c - 1] == "\n" and not text[c].isspace()}
-    forced = [x.start for x in sections]
-    forced.append(content_start)
-    unsafe = frozenset(c for c in forced if c not in ok and 0 < c < n and not (text[c - 1] == "\n" and not text[c].isspace()))
-    ok.update(forced)
+    ok.update(x.start for x in sections)
+    ok.add(content_start)
     ok.add(n)
-    return Structure(content_start, sections, sorted(ok), unsafe, fences, tables, headers)
+    return Structure(content_start, sections, sorted(ok), fences, tables, headers)
 
 
 def _paragraph_start(text: str, boundary: int, pos: int) -> int:
@@ -319,8 +316,8 @@ class MarkdownChunker:
         st = parse_structure(text, int(body_start))
         if not st.sections:
             return []
-        tokens = encode_array(text)  # the one encoding of the document; every count derives from it
-        ac = CutCounter(text, tokens, st.cuts, st.unsafe)
+        ac = TokenizedText(text, encode_array(text))  # the one encoding of the document; every count derives from it
+        ac.prefetch(st.cuts)
         for s in st.sections:
             s.tokens = ac.count(s.start, s.end)
         base_meta: dict[str, Any] = {}
@@ -338,7 +335,7 @@ class MarkdownChunker:
     def _small(self, chars: int, tokens: int) -> bool:
         return self.budget.size(chars, tokens) < self.budget.min_size
 
-    def _fuse(self, sections: list[Section], ac: CutCounter) -> list[list[Section]]:
+    def _fuse(self, sections: list[Section], ac: TokenizedText) -> list[list[Section]]:
         b = self.budget
         by_tokens = b.unit == "tokens"
         lo, hi, cap = b.min_size, b.max_size, b.cap
@@ -383,7 +380,7 @@ class MarkdownChunker:
 
     # -- stage 3: draft one unit --------------------------------------------------------
     def _draft_unit(
-        self, doc: SourceDocument, st: Structure, ac: CutCounter, unit: list[Section], base: dict[str, Any]
+        self, doc: SourceDocument, st: Structure, ac: TokenizedText, unit: list[Section], base: dict[str, Any]
     ) -> list[ChunkDraft]:
         text = doc.text
         start, end = unit[0].start, unit[-1].end
@@ -463,7 +460,7 @@ class MarkdownChunker:
         return atoms
 
     def _split(
-        self, text: str, st: Structure, ac: CutCounter, start: int, end: int
+        self, text: str, st: Structure, ac: TokenizedText, start: int, end: int
     ) -> list[tuple[tuple[tuple[int, int], ...], str, int]]:
         b = self.budget
         # only the fences / tables touching this unit can matter to its overlaps

@@ -5,10 +5,11 @@ contract measures in cl100k tokens and caps every chunk at 1,500. A :class:`Budg
 carries one unit for the soft sizes (tokens by default, characters for seed
 compatibility) while the token cap is always enforced.
 
-Counting is exact and encodes each character of a document once (:class:`CutCounter`):
-chunkers cut at positions just after a newline that is followed by a non-space
-character, where cl100k's pre-tokenizer always starts a new piece, so the count of
-any run between two such cuts is a difference of token indices.
+Counting is exact and encodes each character of a document once
+(:class:`~codex_pipeline.tokens.TokenizedText`): chunkers cut at positions just after a
+newline that is followed by a non-space character, where cl100k's pre-tokenizer always
+starts a new piece, so the count of any run between two such cuts is a difference of
+token indices.
 """
 
 from __future__ import annotations
@@ -18,77 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
 from ..contract import MAX_CHUNK_TOKENS
 from ..splitting import BOUNDARY_LEVELS, bounded_split, pack_units, trim
-from ..tokens import TokenizedText, byte_lengths, count_tokens
+from ..tokens import TokenizedText, count_tokens
 
 Unit = Literal["tokens", "chars"]
-
-def is_safe_cut(text: str, pos: int) -> bool:
-    """True where cl100k always starts a new piece: text ends, or after ``\\n`` before non-space."""
-    return pos <= 0 or pos >= len(text) or (text[pos - 1] == "\n" and not text[pos].isspace())
-
-
-class CutCounter:
-    """Exact token counts of slices of one document from its single encoding.
-
-    ``cuts`` are positions a chunker may start or end chunks at; those that are safe
-    (:func:`is_safe_cut`) get their token index in one vectorized lookup, so the count
-    of a slice between two safe cuts is an index difference. Any other slice is
-    encoded on its own, so every count is exact.
-    """
-
-    def __init__(
-        self, text: str, tokens: np.ndarray, cuts: Sequence[int], unsafe: frozenset[int] | None = None
-    ) -> None:
-        """``unsafe``: the cuts known not to be safe (all others are), else each cut is checked."""
-        self.text = text
-        if unsafe is None:
-            safe = [c for c in cuts if is_safe_cut(text, c)]
-        else:
-            safe = [c for c in cuts if c not in unsafe] if unsafe else cuts
-        n = len(tokens)
-        self._byte_end = byte_lengths(tokens).cumsum() if n else np.zeros(0, np.int64)
-        self._char_byte: np.ndarray | None = None
-        if not text.isascii():  # char offset -> UTF-8 byte offset: where each char's first byte is
-            data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            self._char_byte = np.append(np.flatnonzero((data & 0xC0) != 0x80), len(data))
-        self.index: dict[int, int] = dict(zip(safe, self._token_index(np.array(safe, dtype=np.int64)).tolist()))
-
-    def _token_index(self, pos: np.ndarray) -> np.ndarray:
-        if self._char_byte is not None and len(pos):
-            pos = self._char_byte[pos]
-        return self._byte_end.searchsorted(pos, side="right")
-
-    def _index(self, pos: int) -> int | None:
-        if not is_safe_cut(self.text, pos):
-            return None
-        k = self.index[pos] = int(self._token_index(np.array([pos], dtype=np.int64))[0])
-        return k
-
-    def prefetch(self, positions: Sequence[int]) -> None:
-        """Index the safe ``positions`` not yet indexed in one vectorized lookup."""
-        index, text = self.index, self.text
-        new = [p for p in set(positions) if p not in index and is_safe_cut(text, p)]
-        if new:
-            index.update(zip(new, self._token_index(np.array(new, dtype=np.int64)).tolist()))
-
-    def count(self, start: int, end: int) -> int:
-        """Exact token count of ``text[start:end]``."""
-        if end <= start:
-            return 0
-        index = self.index
-        i = index.get(start)
-        if i is None:
-            i = self._index(start)
-        j = index.get(end)
-        if j is None:
-            j = self._index(end)
-        if i is not None and j is not None:
-            return j - i
-        return count_tokens(self.text[start:end])
 
 
 @dataclass(frozen=True)
