@@ -3,7 +3,8 @@
 Registered on the `codex` parser by :func:`add_inspect_commands`; every command
 opens ``<data dir>/codex_catalog.duckdb`` read-only (it never blocks the pipeline's
 writers) and follows the navigation rule for re-landed documents: the latest
-partition of each document wins unless ``--date`` picks a day.
+partition of each document wins unless ``--date`` picks a day. A chunk id that vanished
+when its partition was re-chunked is followed through ``codex.<dataset>_redirects``.
 
     codex inspect summary    --dataset NAME [--date D]
     codex inspect chunk      CHUNK_ID [--dataset NAME] [--date D] [--max-chars N]
@@ -242,6 +243,22 @@ def _load_dataset(con, wh: Warehouse, dataset: str, day: dt.date | None) -> Chun
     raise InspectError(f"{view} has no chunks yet; {MATERIALIZE_HINT}")
 
 
+def _redirect(con, views: dict[str, str], chunk_id: str) -> tuple[str, str | None, str, dt.date, str] | None:
+    """Where ``codex.<dataset>_redirects`` sends a vanished id: (dataset, new id or None, match, day, version)."""
+    have = {n for (n,) in con.execute("SELECT view_name FROM duckdb_views() WHERE schema_name = ?", [SCHEMA]).fetchall()}
+    for ds in views:
+        if f"{ds}_redirects" not in have:
+            continue
+        row = con.execute(
+            f"SELECT new_chunk_id, match, partition_date, new_chunking_version FROM {SCHEMA}.{ds}_redirects "
+            "WHERE old_chunk_id = ? ORDER BY partition_date DESC LIMIT 1",
+            [chunk_id],
+        ).fetchone()
+        if row is not None:
+            return (ds, *row)
+    return None
+
+
 def _locate(
     con, wh: Warehouse, key: str, dataset: str | None, day: dt.date | None
 ) -> tuple[ChunkCollection, Any, str]:
@@ -258,6 +275,17 @@ def _locate(
         "GROUP BY dataset, doc_id ORDER BY dataset, doc_id",
         {"key": key},
     ).fetchall()
+    if not hits and column == "chunk_id":
+        moved = _redirect(con, views, key)
+        if moved is not None:  # a stored id whose section was renamed or re-cut: follow it
+            ds, new_id, match, day_, version = moved
+            if new_id is None:
+                raise InspectError(
+                    f"{key} was removed from codex.{ds}_chunks when {day_.isoformat()} was re-chunked "
+                    f"(chunking_version {version}); no chunk holds its text now (see codex.{ds}_redirects)"
+                )
+            col, chunk, note = _locate(con, wh, new_id, ds, day)
+            return col, chunk, note + f"\n\n({key} now redirects here: match={match}, chunking_version {version})"
     if not hits:
         where = f"codex.{dataset}_chunks" if dataset else "any chunk view (" + ", ".join(views) + ")"
         hint = "" if key.startswith("urn:aprs:chunk:") or column == "content_hash" else (

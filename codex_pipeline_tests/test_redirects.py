@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 
 import dagster as dg
 import pyarrow as pa
 
+from codex_pipeline import cli
 from codex_pipeline.ids import content_hash, make_chunk_id, make_locator
 from codex_pipeline.redirects import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
 from codex_pipeline.storage import Warehouse, connect_catalog
@@ -183,6 +186,14 @@ def _redirects(warehouse: Warehouse) -> list[tuple]:
         con.close()
 
 
+def _inspect(warehouse: Warehouse, chunk_id: str) -> tuple[int, str]:
+    """`codex inspect chunk ID` through the real command line; stdout and stderr together."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(["--data-dir", str(warehouse.root), "inspect", "chunk", chunk_id])
+    return rc, out.getvalue() + err.getvalue()
+
+
 def test_renamed_heading_redirects_through_dagster(warehouse: Warehouse) -> None:
     meta = _materialize(warehouse, "Field notes")
     assert meta["redirects"] == 0 and not warehouse.has_files("docs", "redirects")
@@ -198,6 +209,13 @@ def test_renamed_heading_redirects_through_dagster(warehouse: Warehouse) -> None
         ("field-notes/beta", "log-book/beta", "content_hash", "log-book/beta"),
         ("field-notes/gamma", "log-book/gamma", "content_hash", "log-book/gamma"),
     ]
+
+    # `codex inspect chunk` follows a stored id to its new chunk, or says it is gone
+    old_beta, old_intro = make_chunk_id(DOC, "field-notes/beta"), make_chunk_id(DOC, "field-notes")
+    rc, out = _inspect(warehouse, old_beta)
+    assert rc == 0 and "log-book/beta" in out and f"({old_beta} now redirects here: match=content_hash" in out
+    rc, out = _inspect(warehouse, old_intro)
+    assert rc != 0 and f"{old_intro} was removed from codex.docs_chunks" in out
 
     # a second rename: the stored rows follow the chain to the newest ids
     _materialize(warehouse, "Trail log")
