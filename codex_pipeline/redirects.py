@@ -12,19 +12,26 @@ content, or saying the id is gone. Matching stays inside one document:
    the locator), so offsets are comparable: the chunk whose ``char_span`` best
    overlaps the old one (intersection over union, so a parent spanning the whole
    document does not beat the chunk cut at the same place);
-3. ``removed`` — no target, so a lookup answers "gone" rather than nothing.
+3. ``similar_text`` — the text changed (a renamed heading, a light edit): among the
+   chunks whose ids are new in this run and near the old one's place in reading
+   order, the one whose words best match the old chunk's (Jaccard of word sets, at
+   least :data:`MIN_SIMILARITY`), so an edited section is followed rather than
+   orphaned, while a deleted chunk is not pinned on a neighbour that was already there;
+4. ``removed`` — no target, so a lookup answers "gone" rather than nothing.
 
 Rows accumulate over re-chunks and always point at ids of the current table.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import json
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -32,13 +39,17 @@ __all__ = ["INPUT_COLUMNS", "REDIRECT_SCHEMA", "compute_redirects"]
 
 CONTENT_HASH = "content_hash"
 SPAN_OVERLAP = "span_overlap"
+SIMILAR_TEXT = "similar_text"
 REMOVED = "removed"
-_STRENGTH = {REMOVED: 0, SPAN_OVERLAP: 1, CONTENT_HASH: 2}  # a chain is as weak as its weakest hop
+_STRENGTH = {REMOVED: 0, SIMILAR_TEXT: 1, SPAN_OVERLAP: 2, CONTENT_HASH: 3}  # a chain is as weak as its weakest hop
+MIN_SIMILARITY = 0.5
+"""Least word-set Jaccard for a ``similar_text`` match: at least half the words shared."""
 
-# The chunk-table columns matching reads (never chunk_text: it may be large).
+# The chunk-table columns matching reads; chunk_text only becomes Python strings for
+# the documents that lost ids.
 INPUT_COLUMNS = (
     "chunk_id", "doc_id", "section_id", "seq_index", "evidence_anchor",
-    "chunking_version", "locator", "content_hash",
+    "chunking_version", "locator", "content_hash", "chunk_text",
 )
 
 REDIRECT_SCHEMA = pa.schema(
@@ -52,8 +63,8 @@ REDIRECT_SCHEMA = pa.schema(
         pa.field("new_chunk_id", pa.string(), nullable=True),  # null: the id is gone
         pa.field("new_section_id", pa.string(), nullable=True),
         pa.field("new_chunking_version", pa.string(), nullable=False),  # version this row was resolved against
-        pa.field("match", pa.string(), nullable=False),  # content_hash | span_overlap | removed
-        pa.field("overlap", pa.float64(), nullable=True),  # IoU of char spans, only for span_overlap
+        pa.field("match", pa.string(), nullable=False),  # content_hash | span_overlap | similar_text | removed
+        pa.field("overlap", pa.float64(), nullable=True),  # span IoU (span_overlap) or word Jaccard (similar_text)
         pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),  # when the old id disappeared
     ]
 )
@@ -74,6 +85,7 @@ class _Row:
     content_hash: str
     rev8: str | None
     span: tuple[int, int]
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,33 +119,82 @@ def _rows(table: pa.Table | None) -> list[_Row]:
         return []
     c = {name: table.column(name).to_pylist() for name in INPUT_COLUMNS}
     out = []
-    for cid, doc, sid, seq, anchor, version, locator, chash in zip(*(c[n] for n in INPUT_COLUMNS)):
+    for cid, doc, sid, seq, anchor, version, locator, chash, text in zip(*(c[n] for n in INPUT_COLUMNS)):
         rev = _REV8.search(locator)
-        out.append(_Row(cid, doc, sid, seq, version, chash, rev.group(1) if rev else None, _span(anchor)))
+        out.append(_Row(cid, doc, sid, seq, version, chash, rev.group(1) if rev else None, _span(anchor), text))
     return out
 
 
-def _iou(a: tuple[int, int], b: tuple[int, int]) -> float:
-    inter = min(a[1], b[1]) - max(a[0], b[0])
-    if inter <= 0:
-        return 0.0
-    return inter / (max(a[1], b[1]) - min(a[0], b[0]))
+def _words(text: str) -> frozenset[str]:
+    """Lower-cased whitespace-separated words: crude, but a third of a regex word split's cost."""
+    return frozenset(text.lower().split())
 
 
-def _match(old: _Row, candidates: list[_Row], old_ids: set[str], same_text: bool) -> tuple[_Row | None, str, float | None]:
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter) if a or b else 0.0
+
+
+SIMILAR_WINDOW = 32
+"""How far (in reading order) a ``similar_text`` target may be from the old chunk's place."""
+SAME_PLACE_SIMILARITY = 0.8
+"""A new chunk at the old one's place sharing this much is taken without scoring the window."""
+
+
+class _Candidates:
+    """One document's new chunks, indexed so matching stays near-linear on long documents."""
+
+    def __init__(self, rows: list[_Row]) -> None:
+        self.rows = sorted(rows, key=lambda r: r.seq_index)
+        self.seqs = [r.seq_index for r in self.rows]
+        self.starts = np.array([r.span[0] for r in self.rows], dtype=np.int64)
+        self.ends = np.array([r.span[1] for r in self.rows], dtype=np.int64)
+        self.by_hash: dict[str, list[_Row]] = {}
+        for r in self.rows:
+            self.by_hash.setdefault(r.content_hash, []).append(r)
+        self._words: dict[int, frozenset[str]] = {}
+
+    def words(self, k: int) -> frozenset[str]:
+        if k not in self._words:
+            self._words[k] = _words(self.rows[k].text)
+        return self._words[k]
+
+    def closest(self, ks: list[int], seq: int) -> int:
+        """Of candidate positions ``ks``, the one nearest ``seq`` in reading order (earlier on ties)."""
+        return min(ks, key=lambda k: (abs(self.seqs[k] - seq), self.seqs[k]))
+
+
+def _match(old: _Row, cands: _Candidates, old_ids: set[str], same_text: bool) -> tuple[_Row | None, str, float | None]:
     """The best target for one vanished chunk among its document's new chunks."""
-    def closeness(c: _Row) -> tuple[int, int]:
-        return abs(c.seq_index - old.seq_index), c.seq_index
-
-    same = [c for c in candidates if c.content_hash == old.content_hash]
+    same = cands.by_hash.get(old.content_hash)
     if same:  # prefer an id that is new in this run over one that already existed
-        return min(same, key=lambda c: (c.chunk_id in old_ids, *closeness(c))), CONTENT_HASH, None
-    if same_text and candidates:
-        span = old.span
-        scored = [(_iou(span, c.span), c) for c in candidates]
-        best, target = min(scored, key=lambda sc: (-sc[0], *closeness(sc[1])))
+        return min(same, key=lambda c: (c.chunk_id in old_ids, abs(c.seq_index - old.seq_index), c.seq_index)), CONTENT_HASH, None
+    if not cands.rows:
+        return None, REMOVED, None
+    if same_text:
+        s, e = old.span
+        inter = np.minimum(cands.ends, e) - np.maximum(cands.starts, s)
+        iou = np.where(inter > 0, inter / (np.maximum(cands.ends, e) - np.minimum(cands.starts, s)), 0.0)
+        best = float(iou.max())
         if best > 0:
-            return target, SPAN_OVERLAP, round(best, 6)
+            k = cands.closest(np.flatnonzero(iou == best).tolist(), old.seq_index)
+            return cands.rows[k], SPAN_OVERLAP, round(best, 6)
+    lo = bisect.bisect_left(cands.seqs, old.seq_index - SIMILAR_WINDOW)
+    hi = bisect.bisect_right(cands.seqs, old.seq_index + SIMILAR_WINDOW)
+    # only chunks new in this run: a deleted chunk must not land on a neighbour that was already there
+    fresh = [k for k in range(lo, hi) if cands.rows[k].chunk_id not in old_ids]
+    if fresh:
+        words = _words(old.text)
+        here = bisect.bisect_left(cands.seqs, old.seq_index)
+        if here in fresh:  # a renamed or lightly edited section usually keeps its place: try that first
+            score = _jaccard(words, cands.words(here))
+            if score >= SAME_PLACE_SIMILARITY:
+                return cands.rows[here], SIMILAR_TEXT, round(score, 6)
+        scores = {k: _jaccard(words, cands.words(k)) for k in fresh}
+        best = max(scores.values())
+        if best >= MIN_SIMILARITY:
+            k = cands.closest([k for k, v in scores.items() if v == best], old.seq_index)
+            return cands.rows[k], SIMILAR_TEXT, round(best, 6)
     return None, REMOVED, None
 
 
@@ -154,14 +215,16 @@ def _fresh(previous: pa.Table | None, current: pa.Table, base: dict[str, Any]) -
         return {}
     gone = _rows(gone_table)
     old_ids = set(previous.column("chunk_id").to_pylist())
-    by_doc: dict[str, list[_Row]] = {}
+    rows_by_doc: dict[str, list[_Row]] = {}
     for r in _rows(current.filter(_is_in(current.column("doc_id"), gone_table.column("doc_id")))):
-        by_doc.setdefault(r.doc_id, []).append(r)
+        rows_by_doc.setdefault(r.doc_id, []).append(r)
+    by_doc = {doc: _Candidates(rows) for doc, rows in rows_by_doc.items()}
+    empty = _Candidates([])
     out: dict[str, _Redirect] = {}
     for old in gone:
-        candidates = by_doc.get(old.doc_id, [])
-        same_text = bool(candidates) and old.rev8 is not None and candidates[0].rev8 == old.rev8
-        target, how, overlap = _match(old, candidates, old_ids, same_text)
+        cands = by_doc.get(old.doc_id, empty)
+        same_text = bool(cands.rows) and old.rev8 is not None and cands.rows[0].rev8 == old.rev8
+        target, how, overlap = _match(old, cands, old_ids, same_text)
         out[old.chunk_id] = _Redirect(
             doc_id=old.doc_id,
             old_chunk_id=old.chunk_id,
@@ -180,7 +243,7 @@ def _chain(earlier: _Redirect, hop: _Redirect, version: str) -> _Redirect:
     """A→B then B→C becomes A→C; the match is the weaker of the two hops."""
     how = min(earlier.match, hop.match, key=_STRENGTH.__getitem__)
     overlap = None
-    if how == SPAN_OVERLAP:
+    if how in (SPAN_OVERLAP, SIMILAR_TEXT):  # the hops' scores multiplied (a content_hash hop scores 1)
         overlap = round((earlier.overlap or 1.0) * (hop.overlap or 1.0), 6)
     return replace(
         earlier, new_chunk_id=hop.new_chunk_id, new_section_id=hop.new_section_id,
