@@ -1,0 +1,80 @@
+"""Instruction counts of Markdown chunking vs a bare encode, under valgrind (noise-free companion).
+
+    python bench/instructions_markdown.py [--markdown DIR]
+
+Wall-clock ratios on a shared 2-vCPU VM move by several percent from run to run;
+``valgrind --tool=callgrind`` counts executed instructions, which repeat to within
+about 1%. This runs one child process per side, each doing the work once and then
+five more times, under callgrind, and reports the per-run instruction counts
+(the difference divided by four, so start-up and imports cancel out) and their
+ratio. Instructions are not time: Python's interpreter retires fewer instructions
+per cycle than tiktoken's Rust core, so the wall-clock ratio
+(``bench_markdown_email.py``) is higher than this one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MARKDOWN = REPO / ".." / "shared" / "corpora" / "markdown" / "httpx"
+
+CHILD = """
+import datetime as dt, sys
+from pathlib import Path
+from codex_pipeline import pipeline
+from codex_pipeline.registry import get_dataset
+from codex_pipeline.sources.markdown import load_docs_day
+from codex_pipeline.tokens import encoding
+docs = load_docs_day(Path(sys.argv[1])).documents
+side, runs = sys.argv[2], int(sys.argv[3])
+spec, enc = get_dataset("docs"), encoding()
+texts = [d.text for d in docs]
+pipeline.chunk(spec, dt.date(2026, 11, 24), docs)  # the same warm-up on both sides
+[enc.encode_ordinary(t) for t in texts]
+for _ in range(runs):
+    if side == "codex":
+        pipeline.chunk(spec, dt.date(2026, 11, 24), docs)
+    else:
+        [enc.encode_ordinary(t) for t in texts]
+"""
+
+
+def instructions(folder: Path, side: str, runs: int) -> int:
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
+         str(folder), side, str(runs)],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    if not m:
+        raise RuntimeError(f"no instruction count in valgrind output:\n{out.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", type=Path, default=DEFAULT_MARKDOWN)
+    args = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        print("valgrind not found (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    folder = args.markdown.resolve()
+    per_run = {}
+    for side in ("codex", "encode_ordinary"):
+        one, five = instructions(folder, side, 1), instructions(folder, side, 5)
+        per_run[side] = (five - one) / 4
+        print(f"{side:16s} {per_run[side] / 1e6:8.1f} M instructions per run")
+    print(f"ratio codex / encode_ordinary: {per_run['codex'] / per_run['encode_ordinary']:.3f} (instructions)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
