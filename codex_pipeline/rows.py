@@ -66,6 +66,8 @@ _metadata_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # 
 
 
 def _xpath_at(doc: SourceDocument, offset: int) -> str | None:
+    if not doc.xpaths:
+        return None
     k = bisect.bisect_right([o for o, _ in doc.xpaths], offset) - 1
     return doc.xpaths[max(k, 0)][1]
 
@@ -81,29 +83,31 @@ class RowBuffer:
         """Append one document's drafts in reading order; returns the number added."""
         rev = revision8(doc.text)
         run = self.run
-        doc_id, record_id = doc.doc_id, doc.record_id
-        stamp = (None, None, run.chunked_at, run.chunking_version, run.dataset, run.partition_date)  # embedding cols: the view's
+        doc_id = doc.doc_id
         append = self.rows.append
         n = 0
         for seq, d in enumerate(drafts):
-            ct = d.chunk_type
-            sid = d.section_id
-            text = d.text
+            chunk_type = d.chunk_type.value if isinstance(d.chunk_type, ChunkType) else d.chunk_type
             append(
                 (
-                    make_chunk_id(doc_id, sid),
+                    make_chunk_id(doc_id, d.section_id),
                     doc_id,
-                    sid,
-                    text,
-                    ct.value if isinstance(ct, ChunkType) else ct,
+                    d.section_id,
+                    d.text,
+                    chunk_type,
                     d.token_count,
-                    len(text),
+                    len(d.text),
                     seq,
                     make_chunk_id(doc_id, d.parent_section_id) if d.parent_section_id else None,
-                    evidence_anchor(d, _xpath_at(doc, d.spans[0][0]) if doc.xpaths else None),
-                    *stamp,
-                    make_locator(record_id, rev, sid, d.page, d.block),
-                    content_hash(text),
+                    evidence_anchor(d, _xpath_at(doc, d.spans[0][0])),
+                    None,  # embedding_model: filled by the embeddings view
+                    None,  # embedding_version
+                    run.chunked_at,
+                    run.chunking_version,
+                    run.dataset,
+                    run.partition_date,
+                    make_locator(doc.record_id, rev, d.section_id, d.page, d.block),
+                    content_hash(d.text),
                     _metadata_json(d.metadata) if d.metadata else None,
                 )
             )
