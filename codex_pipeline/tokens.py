@@ -93,11 +93,6 @@ def encoded_ahead(texts: Sequence[str]) -> Iterator[None]:
         _AHEAD.reset(token)
 
 
-def byte_lengths(tokens: np.ndarray) -> np.ndarray:
-    """UTF-8 byte length of each token id."""
-    return _vocab_tables().byte_len.take(tokens)
-
-
 _WS = frozenset(b" \t\n\r\x0b\x0c")
 
 # Bits of the per-token flag table: a boundary between tokens p and c is safe when
@@ -160,7 +155,7 @@ class TokenizedText:
     indices; any other slice is encoded on its own. Counts are therefore always exact.
 
     The per-token tables are built on first use: a chunker that only cuts at line
-    starts (Markdown, email) never pays for the flags that word-level cuts need.
+    starts (Markdown fusing) never pays for the flags that word-level cuts need.
     """
 
     def __init__(self, text: str, tokens: np.ndarray | None = None) -> None:
