@@ -262,8 +262,12 @@ class TokenizedText:
         if start == end:
             return 0
         index = self._index
-        i = index[start] if start in index else self.token_index(start)
-        j = index[end] if end in index else self.token_index(end)
+        i = index.get(start, -1)  # -1: not looked up yet (None: looked up, not safe)
+        if i == -1:
+            i = self.token_index(start)
+        j = index.get(end, -1)
+        if j == -1:
+            j = self.token_index(end)
         if i is not None and j is not None:
             return j - i
         return len(encoding().encode_ordinary(self.text[start:end]))
