@@ -215,9 +215,22 @@ class TokenizedText:
     def token_index(self, char_offset: int) -> int | None:
         """Token index at ``char_offset`` if it is a safe boundary, else ``None``."""
         index = self._index
-        if char_offset not in index:
-            self.prefetch((char_offset,))
-        return index[char_offset]
+        if char_offset in index:
+            return index[char_offset]
+        # one offset: scalar lookups (a one-element prefetch costs several times more)
+        key = char_offset if self._ascii else int(self._char_byte[char_offset])
+        starts = self.byte_starts
+        k = int(starts.searchsorted(key))
+        found = None
+        if k < len(starts) and starts[k] == key:
+            if k == 0:
+                found = 0
+            else:
+                flags, tokens = _vocab_tables().flags, self.tokens
+                if flags[tokens[k]] & (flags[tokens[k - 1]] >> 4):
+                    found = k
+        index[char_offset] = found
+        return found
 
     def prefetch(self, offsets: Iterable[int]) -> None:
         """Look up many offsets in one vectorized search, so later counts between them are dict hits.

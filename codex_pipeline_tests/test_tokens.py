@@ -83,7 +83,7 @@ def test_slice_counts_are_exact(text: str, data: st.DataObject) -> None:
     data=st.data(),
 )
 def test_prefetched_offsets_agree_with_the_whole_text_table(text: str, data: st.DataObject) -> None:
-    """Batch lookups (line-start fast path and per-token flags) give exactly the ``safe`` table's answer."""
+    """Batch and single lookups (line-start fast path, per-token flags) give exactly the ``safe`` table's answer."""
     offsets = data.draw(st.lists(st.integers(0, len(text)), max_size=40))
     line_starts = [i for i in range(1, len(text)) if text[i - 1] == "\n" and not text[i].isspace()]
     tt = TokenizedText(text)
@@ -91,8 +91,9 @@ def test_prefetched_offsets_agree_with_the_whole_text_table(text: str, data: st.
     reference = TokenizedText(text)
     safe_at = {int(reference.char_starts[k]): k for k in reference.safe_token_indices().tolist()}
     safe_at[len(text)] = len(reference.tokens)
+    one_by_one = TokenizedText(text)  # the scalar path, no prefetch
     for o in {*offsets, *line_starts}:
-        assert tt.token_index(o) == safe_at.get(o), o
+        assert tt.token_index(o) == safe_at.get(o) == one_by_one.token_index(o), o
     for o in line_starts:
         assert tt.token_index(o) is not None  # after a newline, before a non-space: always a boundary
 
