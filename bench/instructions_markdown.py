@@ -3,13 +3,15 @@
     python bench/instructions_markdown.py [--markdown DIR]
 
 Wall-clock ratios on a shared 2-vCPU VM move by several percent from run to run;
-``valgrind --tool=callgrind`` counts executed instructions, which repeat to within
-about 1%. This runs one child process per side, each doing the work once and then
-five more times, under callgrind, and reports the per-run instruction counts
-(the difference divided by four, so start-up and imports cancel out) and their
-ratio. Instructions are not time: Python's interpreter retires fewer instructions
-per cycle than tiktoken's Rust core, so the wall-clock ratio
-(``bench_markdown_email.py``) is higher than this one.
+``valgrind --tool=callgrind`` counts executed instructions instead, which the machine's
+load does not change. They still vary by a few percent between processes: tiktoken's
+Rust hash map is seeded at random per process, so its probe sequences differ; hence
+``--repeat`` (each repetition reports its own ratio). Each measurement runs one child
+process per side, doing the work once and then five more times, under callgrind; the
+per-run count is the difference divided by four, so start-up and imports cancel out.
+Instructions are not time: Python's interpreter retires fewer instructions per cycle
+than tiktoken's Rust core, so the wall-clock ratio (``bench_markdown_email.py``) is
+higher than this one.
 """
 
 from __future__ import annotations
@@ -62,17 +64,22 @@ def instructions(folder: Path, side: str, runs: int) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", type=Path, default=DEFAULT_MARKDOWN)
+    ap.add_argument("--repeat", type=int, default=2, help="measurements per side (about 3 minutes each)")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind not found (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     folder = args.markdown.resolve()
-    per_run = {}
-    for side in ("codex", "encode_ordinary"):
-        one, five = instructions(folder, side, 1), instructions(folder, side, 5)
-        per_run[side] = (five - one) / 4
-        print(f"{side:16s} {per_run[side] / 1e6:8.1f} M instructions per run")
-    print(f"ratio codex / encode_ordinary: {per_run['codex'] / per_run['encode_ordinary']:.3f} (instructions)")
+    ratios = []
+    for rep in range(1, args.repeat + 1):
+        per_run = {}
+        for side in ("codex", "encode_ordinary"):
+            one, five = instructions(folder, side, 1), instructions(folder, side, 5)
+            per_run[side] = (five - one) / 4
+        ratios.append(per_run["codex"] / per_run["encode_ordinary"])
+        print(f"#{rep}: codex {per_run['codex'] / 1e6:.1f} M, encode_ordinary {per_run['encode_ordinary'] / 1e6:.1f} M "
+              f"instructions per run: ratio {ratios[-1]:.3f}")
+    print(f"ratio codex / encode_ordinary (instructions): {', '.join(f'{r:.3f}' for r in ratios)}")
     return 0
 
 
