@@ -81,7 +81,7 @@ def encoded_ahead(texts: Sequence[str]) -> Iterator[None]:
 
     Interleaving tiktoken with a chunker's Python work evicts tiktoken's tables from the
     CPU cache between documents; encoding a batch of documents first measured about
-    10% faster chunking of the httpx docs (``bench/bench_markdown_email.py``). Callers
+    9% faster chunking of the httpx docs (``bench/bench_markdown_email.py``). Callers
     bound the batch (the arrays hold 4 bytes per token until used).
     """
     encode = encoding().encode_to_numpy
@@ -217,6 +217,8 @@ class TokenizedText:
         index = self._index
         if char_offset in index:
             return index[char_offset]
+        if not 0 <= char_offset <= len(self.text):
+            return None  # not a position in the text: count() encodes such a slice itself
         # one offset: scalar lookups (a one-element prefetch costs several times more)
         key = char_offset if self._ascii else int(self._char_byte[char_offset])
         starts = self.byte_starts
@@ -241,10 +243,13 @@ class TokenizedText:
         need no token flags; any other offset is checked against its token's flags.
         """
         index, text = self._index, self.text
+        n = len(text)
         new = [o for o in offsets if o not in index]
+        if any(not 0 <= o <= n for o in new):  # not positions in the text: never index differences
+            index.update((o, None) for o in new if not 0 <= o <= n)
+            new = [o for o in new if 0 <= o <= n]
         if not new:
             return
-        n = len(text)
         at_line = [o == 0 or 0 < o < n and text[o - 1] == "\n" and not text[o].isspace() for o in new]
         pos = np.array(new, dtype=np.int64)
         keys = pos if self._ascii else self._char_byte[pos]  # offsets as UTF-8 byte offsets
@@ -272,7 +277,7 @@ class TokenizedText:
 
     def count(self, start: int, end: int) -> int:
         """Exact token count of ``text[start:end]``."""
-        if start == end:
+        if end <= start:
             return 0
         index = self._index
         i = index.get(start, -1)  # -1: not looked up yet (None: looked up, not safe)

@@ -6,7 +6,7 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from codex_pipeline import pipeline
+from codex_pipeline import pipeline, tokens
 from codex_pipeline.documents import SourceDocument
 from codex_pipeline.registry import get_dataset
 from codex_pipeline.sources.markdown import load_docs_day
@@ -32,6 +32,19 @@ def test_rows_are_identical_with_and_without_encoding_ahead() -> None:
     spec = get_dataset("docs")
     assert spec.encodes_documents
     docs = load_docs_day(FIXTURES / "docs").documents
-    ahead = pipeline.chunk(spec, DAY, docs, chunked_at=AT).table
+    docs.append(SourceDocument(doc_id="urn:aprs:docs:u.md", record_id="u.md", source_file="u.md", title=None,
+                               text="# Überblick\n\nÄpfel, 日本語 und 🙂 im Text.\n\n## Zwei\n\nMehr – viel mehr.\n"))
+    seen: list[bool] = []
+
+    def watching(doc: SourceDocument):
+        ahead = tokens._AHEAD.get()
+        seen.append(ahead is not None and ahead.get(id(doc.text), ("",))[0] is doc.text)  # encoded, not yet used
+        drafts = spec.chunker(doc)
+        seen.append(ahead is not None and id(doc.text) not in ahead)  # handed out by the chunker's encode
+        return drafts
+
+    ahead = pipeline.chunk(dataclasses.replace(spec, chunker=watching), DAY, docs, chunked_at=AT).table
+    assert seen and all(seen)
     plain = pipeline.chunk(dataclasses.replace(spec, encodes_documents=False), DAY, docs, chunked_at=AT).table
-    assert ahead.num_rows > 0 and ahead.equals(plain)
+    assert ahead.num_rows > len(docs) and ahead.equals(plain)
+    assert "urn:aprs:docs:u.md" in ahead.column("doc_id").to_pylist()

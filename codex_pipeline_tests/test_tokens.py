@@ -79,7 +79,8 @@ def test_slice_counts_are_exact(text: str, data: st.DataObject) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    text=st.text(alphabet=st.sampled_from(list("ab cé\n\n.,;:—日本 xyz123'\t#`")), min_size=0, max_size=300),
+    text=st.text(alphabet=st.sampled_from([*"ab cé\n\n.,;:—日本 xyz123'\t#`", "🙂", "\u00a0", "\u0301", "\u200b"]),
+                 min_size=0, max_size=300),
     data=st.data(),
 )
 def test_prefetched_offsets_agree_with_the_whole_text_table(text: str, data: st.DataObject) -> None:
@@ -96,6 +97,17 @@ def test_prefetched_offsets_agree_with_the_whole_text_table(text: str, data: st.
         assert tt.token_index(o) == safe_at.get(o) == one_by_one.token_index(o), o
     for o in line_starts:
         assert tt.token_index(o) is not None  # after a newline, before a non-space: always a boundary
+
+
+def test_offsets_outside_the_text_are_never_index_differences() -> None:
+    text = "héllo world and more words"
+    for tt in (TokenizedText(text), TokenizedText(text)):
+        tt.prefetch([-7, -1, len(text) + 3])
+    for start, end in [(-7, len(text)), (-1, len(text)), (0, len(text) + 3), (5, 2)]:
+        for tt in (TokenizedText(text), TokenizedText(text)):
+            if start == -1:
+                tt.prefetch([start, end])
+            assert tt.count(start, end) == (count_tokens(text[start:end]) if end > start else 0)
 
 
 def test_safe_boundaries_are_exact_on_corpus() -> None:
@@ -124,9 +136,9 @@ def test_encoded_ahead_hands_each_text_out_once_and_only_inside_the_block() -> N
 
 def test_encoded_ahead_never_returns_another_texts_tokens() -> None:
     """The cache is keyed by object identity and checked, so a recycled id cannot leak tokens."""
-    a = "alpha beta"
-    with tokens.encoded_ahead([a]):
+    a, other = "alpha beta", "a completely different text with more tokens"
+    with tokens.encoded_ahead([a, other]):
         ahead = tokens._AHEAD.get()
         assert ahead is not None
-        ahead[id(a)] = ("another object", ahead[id(a)][1])  # simulate an id reused by a different text
+        ahead[id(a)] = (other, ahead[id(other)][1])  # simulate an id reused by a different text
         assert tokens.encode_array(a).tolist() == encoding().encode_ordinary(a)
