@@ -260,9 +260,12 @@ def _redirect(con, views: dict[str, str], chunk_id: str) -> tuple[str, str | Non
 
 
 def _locate(
-    con, wh: Warehouse, key: str, dataset: str | None, day: dt.date | None
+    con, wh: Warehouse, key: str, dataset: str | None, day: dt.date | None, followed: tuple[str, ...] = ()
 ) -> tuple[ChunkCollection, Any, str]:
-    """Find a chunk by id or content hash across the chunk views; load its document."""
+    """Find a chunk by id or content hash across the chunk views; load its document.
+
+    ``followed``: the ids already redirected from, so stale redirect rows cannot loop.
+    """
     views = {dataset: _view_for(con, wh, dataset)} if dataset else _chunk_views(con)
     if not views:
         raise InspectError(f"the catalog has no chunk tables yet; {MATERIALIZE_HINT}")
@@ -284,7 +287,9 @@ def _locate(
                     f"{key} was removed from codex.{ds}_chunks when {day_.isoformat()} was re-chunked "
                     f"(chunking_version {version}); no chunk holds its text now (see codex.{ds}_redirects)"
                 )
-            col, chunk, note = _locate(con, wh, new_id, ds, day)
+            if new_id in followed or new_id == key:
+                raise InspectError(f"the redirects of {followed[0] if followed else key} loop back to {new_id}")
+            col, chunk, note = _locate(con, wh, new_id, ds, day, (*followed, key))
             return col, chunk, note + f"\n\n({key} now redirects here: match={match}, chunking_version {version})"
     if not hits:
         where = f"codex.{dataset}_chunks" if dataset else "any chunk view (" + ", ".join(views) + ")"

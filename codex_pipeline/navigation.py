@@ -480,8 +480,11 @@ class ChunkCollection(Sequence[Chunk]):
         """
         cid, seen = chunk_id, set()
         while cid not in self._by_id:
-            if cid not in self._redirects or cid in seen:
-                raise KeyError(f"chunk {cid} is neither in this collection nor in its redirect table")
+            if cid in seen:
+                raise KeyError(f"the redirects of chunk {chunk_id} loop back to {cid}")
+            if cid not in self._redirects:
+                via = "" if cid == chunk_id else f" (reached from {chunk_id} through the redirect table)"
+                raise KeyError(f"chunk {cid}{via} is neither in this collection nor in its redirect table")
             seen.add(cid)
             target = self._redirects[cid]
             if target is None:

@@ -268,7 +268,7 @@ def _carried(stored: pa.Table | None, current_table: pa.Table, fresh: dict[str, 
             out.append(replace(old, new_section_id=current[target], new_chunking_version=version))
         elif target in fresh:
             out.append(_chain(old, fresh[target], version))
-        else:  # the target vanished without a trace (e.g. its partition was quarantined in between)
+        else:  # the target vanished without a trace (its chunks file was lost, e.g. deleted by hand)
             out.append(replace(old, new_chunk_id=None, new_section_id=None, new_chunking_version=version,
                                match=REMOVED, overlap=None))
     return out

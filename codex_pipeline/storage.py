@@ -90,6 +90,16 @@ class Warehouse:
         with contextlib.suppress(FileNotFoundError):
             self.partition_path(dataset, name, day, part).unlink()
 
+    def move(self, dataset: str, name: str, to: str, day: dt.date) -> bool:
+        """Rename a day's file of table ``name`` to table ``to`` (atomic: same folder tree); False if absent."""
+        src, dst = self.partition_path(dataset, name, day), self.partition_path(dataset, to, day)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(src, dst)
+        except FileNotFoundError:
+            return False
+        return True
+
     def read(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> pa.Table:
         path = self.partition_path(dataset, name, day, part)
         if not path.exists():

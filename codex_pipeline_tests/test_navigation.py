@@ -373,6 +373,11 @@ def test_resolve_follows_redirects(tmp_path: Path, day1: pa.Table) -> None:
         col.resolve(cid("a", "never"))
     with pytest.raises(KeyError):
         ChunkCollection.from_table(day1b).resolve(cid("a", "h2.s1"))  # no redirect table given
+    # stale rows that loop (never written by Codex, but files can be edited by hand) end in a clear error
+    loop = pa.table({"old_chunk_id": [cid("a", "x"), cid("a", "y")], "new_chunk_id": [cid("a", "y"), cid("a", "x")],
+                     "dataset": [DATASET] * 2, "partition_date": [DAY1] * 2})
+    with pytest.raises(KeyError, match="loop back"):
+        ChunkCollection.from_table(day1b, redirects=loop).resolve(cid("a", "x"))
 
     wh = Warehouse(tmp_path / "data")
     wh.write(day1b, DATASET, "chunks", DAY1)

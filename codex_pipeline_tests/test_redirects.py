@@ -11,9 +11,14 @@ import dagster as dg
 import pyarrow as pa
 
 from codex_pipeline import cli
+from codex_pipeline.defs.assets import build_dataset_assets
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.ids import content_hash, make_chunk_id, make_locator
 from codex_pipeline.redirects import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
+from codex_pipeline.registry import DatasetSpec, get_dataset
+from codex_pipeline.rows import ChunkDraft
 from codex_pipeline.storage import Warehouse, connect_catalog
+from codex_pipeline.tokens import count_tokens
 
 from .conftest import materialize_dataset
 
@@ -151,6 +156,47 @@ def test_earlier_removals_stay_and_order_is_deterministic() -> None:
     assert _run(None, v1, first).num_rows == 0  # all back
 
 
+def test_similar_text_only_targets_new_ids_near_the_old_place() -> None:
+    words = lambda i: " ".join(f"w{i}x{j}" for j in range(10))  # noqa: E731 - ten words of their own
+    near = "Near words: " + words(1)
+    old = _table([("keep", "Kept line.", (0, 10), "11111111"), ("gone", near, (11, 40), "11111111")]
+                 + [(f"pad{i}", words(100 + i), (50 + i, 51 + i), "11111111") for i in range(40)])
+    # `gone` is deleted and its words now live in `keep` (an id that already existed): not a target
+    new = _table([("keep", "Kept line. " + near, (0, 40), "22222222")]
+                 + [(f"pad{i}", words(100 + i), (50 + i, 51 + i), "22222222") for i in range(40)])
+    assert _summary(_run(old, new)) == [("gone", None, "removed", None)]
+    # a new id with the same words far away in reading order (> SIMILAR_WINDOW chunks) is not a target either
+    far = _table([("keep", "Kept line.", (0, 10), "33333333")]
+                 + [(f"pad{i}", words(100 + i), (50 + i, 51 + i), "33333333") for i in range(40)]
+                 + [("moved", near + " edited", (200, 236), "33333333")])
+    assert _summary(_run(old, far)) == [("gone", None, "removed", None)]
+    # near its place, it is
+    close = _table([("keep", "Kept line.", (0, 10), "44444444"), ("renamed", near + " edited", (11, 47), "44444444")]
+                   + [(f"pad{i}", words(100 + i), (50 + i, 51 + i), "44444444") for i in range(40)])
+    assert _summary(_run(old, close)) == [("gone", "renamed", "similar_text", round(12 / 13, 6))]  # 12 words + 1
+
+
+def test_the_chunk_at_the_old_place_wins_when_similar_enough() -> None:
+    base = " ".join(f"t{j}" for j in range(20))
+    old = _table([("a", base, (0, 50), "55555555"), ("b", "Other text entirely here.", (51, 80), "55555555")])
+    # at a's place: 18 of 20 words kept (0.9 >= 0.8); one chunk later: identical words but one (19/20 = 0.95)
+    new = _table([("a2", " ".join(f"t{j}" for j in range(18)), (0, 45), "66666666"),
+                  ("a3", " ".join(f"t{j}" for j in range(19)), (46, 95), "66666666")])
+    assert _summary(_run(old, new))[0] == ("a", "a2", "similar_text", 0.9)
+
+
+def test_a_chain_of_inexact_hops_multiplies_their_scores() -> None:
+    ten = [f"v{j}" for j in range(10)]
+    v1 = _table([("a", " ".join(ten), (0, 30), "77777777")])
+    v2 = _table([("b", " ".join(ten[:9]), (0, 27), "88888888")], version="2.0")  # 9/10 words
+    v3 = _table([("c", " ".join(ten[:8]), (0, 24), "99999999")], version="3.0")  # 8/9 of b's
+    first = _run(v1, v2, version="2.0")
+    assert _summary(first) == [("a", "b", "similar_text", 0.9)]
+    rows = {r["old_section_id"]: r for r in _run(v2, v3, first, version="3.0").to_pylist()}
+    assert (rows["a"]["new_section_id"], rows["a"]["match"], rows["a"]["overlap"]) == ("c", "similar_text", round(0.9 * 8 / 9, 6))
+    assert (rows["b"]["new_section_id"], rows["b"]["overlap"]) == ("c", round(8 / 9, 6))
+
+
 # -- through Dagster ----------------------------------------------------------------------
 
 def _section(name: str, seed: int) -> str:
@@ -254,3 +300,50 @@ def test_renamed_heading_redirects_through_dagster(warehouse: Warehouse) -> None
     assert {r[2] for r in _redirects(warehouse)} == {"removed"}
     rc, out = _inspect(warehouse, old_beta)
     assert rc != 0 and f"{old_beta} was removed from codex.docs_chunks" in out
+
+
+# -- a quarantined run in between ------------------------------------------------------------
+
+_MODE = {"cut": "a"}
+
+
+def _switchable_chunker(doc):
+    """Paragraph chunks named by the current mode; mode "bad" lies about a count (the contract fails)."""
+    mode, text, out, pos = _MODE["cut"], doc.text, [], 0
+    for k, para in enumerate(p for p in text.split("\n\n") if p.strip()):
+        start = text.index(para, pos)
+        pos = start + len(para)
+        n = count_tokens(para) + (1 if mode == "bad" else 0)
+        out.append(ChunkDraft(f"{mode}.{k}", "narrative_window", para, ((start, pos),), n))
+    return out
+
+
+def test_redirects_survive_a_quarantined_run(warehouse: Warehouse, monkeypatch) -> None:
+    spec = DatasetSpec("switchset", "chunk ids that change with a mode", get_dataset("narrative").load_day,
+                       _switchable_chunker, "1.0")
+    landing = warehouse.landing_dir("switchset", DAY)
+    landing.mkdir(parents=True, exist_ok=True)
+    (landing / "notes.txt").write_text("First paragraph here.\n\nSecond paragraph there.\n")
+
+    def run(mode: str) -> dg.ExecuteInProcessResult:
+        monkeypatch.setitem(_MODE, "cut", mode)
+        return dg.materialize(
+            [a for a in build_dataset_assets(spec) if not a.key.path[-1] == "embeddings"],
+            partition_key=DAY.isoformat(),
+            resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": EmbeddingSettings()},
+            raise_on_error=False,
+        )
+
+    assert run("a").success
+    (doc,) = set(warehouse.read("switchset", "chunks", DAY).column("doc_id").to_pylist())
+    run("bad")  # the contract fails: chunks unpublished, quarantined
+    assert not warehouse.partition_path("switchset", "chunks", DAY).exists()
+    assert warehouse.partition_path("switchset", "quarantine", DAY).exists()
+    assert run("b").success
+    rows = {r["old_chunk_id"]: (r["new_chunk_id"], r["match"]) for r in warehouse.read("switchset", "redirects", DAY).to_pylist()}
+    assert rows == {
+        make_chunk_id(doc, "a.0"): (make_chunk_id(doc, "b.0"), "content_hash"),
+        make_chunk_id(doc, "a.1"): (make_chunk_id(doc, "b.1"), "content_hash"),
+    }
+    assert not warehouse.partition_path("switchset", "quarantine", DAY).exists()
+    assert not warehouse.partitions("switchset", "chunks_last_published")  # the baseline is gone once published again

@@ -5,6 +5,7 @@ import warnings
 
 import dagster as dg
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import pipeline
@@ -45,20 +46,31 @@ def _rejects_preview(rejects) -> str:
     return "\n".join(lines)
 
 
-def _update_redirects(wh: Warehouse, spec: DatasetSpec, day: dt.date, table: pa.Table) -> dict[str, int]:
-    """Redirect the ids the previous chunks file of this day had and ``table`` lacks.
+LAST_PUBLISHED = "chunks_last_published"
+"""Where a day's published chunks wait while the partition is quarantined: the redirect baseline."""
 
-    Must run before the new chunks file replaces the old one: the old file is the only
-    record of the ids users may have stored. Writes ``redirects/<day>.parquet`` when
-    there is something to say (or an earlier redirect file to bring up to date) and
-    returns the row count by match kind.
+
+def _update_redirects(wh: Warehouse, spec: DatasetSpec, day: dt.date, table: pa.Table) -> dict[str, int]:
+    """Redirect the ids the day's last published chunks had and ``table`` lacks.
+
+    Must run before the new chunks file replaces the old one: the old file (or, after a
+    quarantine, the one set aside then) is the only record of the ids users may have
+    stored. Writes ``redirects/<day>.parquet`` when there is something to say (or an
+    earlier redirect file to bring up to date) and returns the row count by match kind.
     """
-    previous = wh.partitions(spec.name, "chunks").get(day)
+    published = wh.partitions(spec.name, "chunks").get(day) or wh.partitions(spec.name, LAST_PUBLISHED).get(day)
     stored = wh.partitions(spec.name, "redirects").get(day)
+    if published is None and stored is None:
+        return {}
+    previous = None
+    if published is not None:  # the daily rerun loses no id: read the ids alone to find out
+        ids = pq.read_table(published, columns=["chunk_id"]).column("chunk_id")
+        if not pc.all(pc.is_in(ids, value_set=table.column("chunk_id").combine_chunks())).as_py():
+            previous = pq.read_table(published, columns=list(REDIRECT_INPUT_COLUMNS))
     if previous is None and stored is None:
         return {}
     redirects = compute_redirects(
-        pq.read_table(previous, columns=list(REDIRECT_INPUT_COLUMNS)) if previous else None,
+        previous,
         table,
         dataset=spec.name,
         partition_date=day,
@@ -148,8 +160,10 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
             redirects = _update_redirects(wh, spec, day, out.table)
             path = wh.write(out.table, spec.name, "chunks", day, stamp={"chunking_version": spec.chunking_version})
             wh.remove(spec.name, "quarantine", day)
+            wh.remove(spec.name, LAST_PUBLISHED, day)
         else:  # never let a bad partition feed embeddings: keep it aside for inspection
-            wh.remove(spec.name, "chunks", day)
+            # unpublish, but keep the last good file as the baseline for redirects
+            wh.move(spec.name, "chunks", LAST_PUBLISHED, day)
             path = wh.write(out.table, spec.name, "quarantine", day, stamp={"chunking_version": spec.chunking_version})
             context.log.error(f"chunk contract failed for {spec.name} {day}: {report.failed_checks}")
         created = ensure_views(
