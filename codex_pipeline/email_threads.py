@@ -144,9 +144,17 @@ class Thread:
         return _subject_parts(self.messages[0].msg.subject)[0] or "(no subject)"
 
 
-def thread_id_for(root_message_id: str) -> str:
-    """Stable thread id: 16 hex of SHA-256 of the root Message-ID."""
-    return hashlib.sha256(root_message_id.encode()).hexdigest()[:16]
+def thread_id_for(root_message_id: str, first_message_id: str | None = None) -> str:
+    """Stable thread id: 16 hex of SHA-256 of the root Message-ID.
+
+    A thread whose root is not in the archive is a fragment (replies landed without the
+    message they answer, often on a later day than the thread itself). Its id also
+    hashes its first message: otherwise a day of late replies would take the id of the
+    whole thread landed earlier and hide it wherever the latest partition of a document
+    wins. ``root_message_id`` in the payload still joins the fragments of one thread.
+    """
+    key = root_message_id if first_message_id is None else f"{root_message_id}\x1f{first_message_id}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def build_threads(messages: list[EmailMessage]) -> list[Thread]:
@@ -229,7 +237,9 @@ def _flatten(root: _Node, broken: dict[str, list[dict[str, str]]]) -> Thread:
             visit(c, nxt_parent, nxt_depth)
 
     visit(root, None, 0)
-    return Thread(thread_id_for(root.id), root.id, root.msg is not None, out, links)
+    present = root.msg is not None
+    tid = thread_id_for(root.id) if present or not out else thread_id_for(root.id, out[0].msg.message_id)
+    return Thread(tid, root.id, present, out, links)
 
 
 # -- quotes ---------------------------------------------------------------------------

@@ -131,7 +131,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "email_window children (10 messages / 512 tokens, 2 overlapping), quoted repeats referenced.",
         load_day=load_email_day,
         chunker=chunk_email_threads,
-        chunking_version="1.0",
+        chunking_version="1.1",  # 1.1: threads without their root get their own id
+        source_version="2",
     ),
     # -- end of DATASETS: add new entries above this line --
 )

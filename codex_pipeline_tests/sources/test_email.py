@@ -137,7 +137,9 @@ def test_thread_reconstruction_fork_missing_parent_cycle_and_subject() -> None:
     rota = threads["Holiday rota"].payload
     assert rota["root_message_id"] == "rota@example.org" and rota["root_in_archive"] is False
     assert [m["missing_parent"] for m in rota["messages"]] == [True, True]
-    assert threads["Holiday rota"].record_id == thread_id_for("rota@example.org")
+    # a thread without its root is a fragment: its id also names its first message
+    assert threads["Holiday rota"].record_id == thread_id_for("rota@example.org", rota["messages"][0]["message_id"])
+    assert threads["Holiday rota"].record_id != thread_id_for("rota@example.org")
     assert "Thread root not in this archive: <rota@example.org>" in threads["Holiday rota"].text
 
     cycle = threads["Cycle"].payload
@@ -147,6 +149,22 @@ def test_thread_reconstruction_fork_missing_parent_cycle_and_subject() -> None:
     status = threads["Status"]
     assert "First status message." in status.text and "reused the same Message-ID" not in status.text
     assert len(result.rejects) == 5
+
+
+def test_late_replies_landed_alone_do_not_take_the_whole_threads_id(tmp_path: Path) -> None:
+    """Day 1 lands the fork thread; day 2 only a late reply to it: two documents, joined by the root."""
+    day1 = by_subject(load_email_day(FIXTURES))["Fork test: choosing a queue"]
+    late = tmp_path / "late.eml"
+    late.write_text(
+        "From: Grace Hopper <grace@example.org>\nTo: list@example.org\nSubject: Re: Fork test: choosing a queue\n"
+        "Date: Mon, 09 Mar 2026 10:00:00 +0000\nMessage-ID: <late@example.org>\nIn-Reply-To: <e@example.org>\n"
+        "References: <a@example.org> <d@example.org> <e@example.org>\n\nA late answer, a week on.\n"
+    )
+    (day2,) = load_email_day(tmp_path).documents
+    assert day2.payload["root_in_archive"] is False and day2.payload["root_message_id"] == "a@example.org"
+    assert day2.doc_id != day1.doc_id  # so "latest partition wins" cannot hide day 1's thread
+    assert day2.record_id == thread_id_for("a@example.org", "late@example.org")
+    assert day1.record_id == thread_id_for("a@example.org")  # a thread with its root keeps the root's id
 
 
 def test_threads_and_ids_do_not_depend_on_file_or_message_order(tmp_path: Path) -> None:
