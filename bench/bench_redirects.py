@@ -29,7 +29,7 @@ def partition(docs: int, per_doc: int, suffix: str, rev8: str, mode: str) -> pa.
     for d in range(docs):
         doc = f"urn:aprs:docs:d{d}"
         for k in range(per_doc):
-            rng = random.Random(d * 1000 + k + (1_000_003 if mode == "rewrite" else 0))
+            rng = random.Random(f"{'rewrite' if mode == 'rewrite' else 'base'}:{d}:{k}")  # rewritten texts share none
             words = [rng.choice(VOCAB) for _ in range(120)]
             if mode == "edit":
                 words[0] = "edited"

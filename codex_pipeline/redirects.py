@@ -5,9 +5,11 @@ renamed one (a new heading, a new chunking version that cuts differently). Anyon
 who stored an id (an eval set, a citation) can look it up in
 ``codex.<dataset>_redirects``: one row per id that existed in an earlier version of
 the partition and no longer does, pointing at the newest id that holds the same
-content, or saying the id is gone. Matching stays inside one document:
+content, or saying the id is gone. Matching stays inside one document, except for step 1's last resort:
 
-1. ``content_hash`` — a chunk with the identical text (a pure rename or move);
+1. ``content_hash`` — a chunk with the identical text (a pure rename or move); when nothing
+   else matches, an identical new chunk of another document of the partition (the
+   document's own id changed);
 2. ``span_overlap`` — the document's canonical text is unchanged (same ``rev8`` in
    the locator), so offsets are comparable: the chunk whose ``char_span`` best
    overlaps the old one (intersection over union, so a parent spanning the whole
@@ -236,7 +238,29 @@ def _fresh(previous: pa.Table | None, current: pa.Table, base: dict[str, Any]) -
             overlap=overlap,
             **base,
         )
+    _moved_documents(out, gone, current, old_ids)
     return out
+
+
+def _moved_documents(out: dict[str, _Redirect], gone: list[_Row], current: pa.Table, old_ids: set[str]) -> None:
+    """Last resort before ``removed``: the identical text under a new id of another document.
+
+    A document whose id changed (a renamed record, a reader that now names it otherwise)
+    loses all its chunk ids at once and has no candidates of its own.
+    """
+    lost = [g for g in gone if out[g.chunk_id].match == REMOVED]
+    if not lost:
+        return
+    hashes = pa.array(sorted({g.content_hash for g in lost}), type=pa.string())
+    by_hash: dict[str, list[_Row]] = {}
+    for r in _rows(current.filter(pc.is_in(current.column("content_hash").cast(pa.string()), value_set=hashes))):
+        if r.chunk_id not in old_ids:
+            by_hash.setdefault(r.content_hash, []).append(r)
+    for g in lost:
+        targets = by_hash.get(g.content_hash)
+        if targets:
+            t = min(targets, key=lambda r: (abs(r.seq_index - g.seq_index), r.doc_id, r.seq_index))
+            out[g.chunk_id] = replace(out[g.chunk_id], new_chunk_id=t.chunk_id, new_section_id=t.section_id, match=CONTENT_HASH)
 
 
 def _chain(earlier: _Redirect, hop: _Redirect, version: str) -> _Redirect:

@@ -197,6 +197,18 @@ def test_a_chain_of_inexact_hops_multiplies_their_scores() -> None:
     assert (rows["b"]["new_section_id"], rows["b"]["overlap"]) == ("c", round(8 / 9, 6))
 
 
+def test_a_document_whose_id_changed_is_followed_by_identical_text() -> None:
+    renamed = "urn:aprs:docs:guide-renamed.md"
+    old = _table([("a", "Alpha text.", (0, 11), "12121212"), ("b", "Beta text.", (12, 22), "12121212")])
+    new = pa.concat_tables([
+        _table([("x", "Unrelated.", (0, 10), "34343434")]),  # the old document id is gone from the partition
+        _table([("a", "Alpha text.", (0, 11), "12121212"), ("b", "Beta, rewritten.", (12, 28), "12121212")], doc=renamed),
+    ])
+    rows = {r["old_section_id"]: r for r in _run(old, new).to_pylist()}
+    assert rows["a"]["new_chunk_id"] == make_chunk_id(renamed, "a") and rows["a"]["match"] == "content_hash"
+    assert rows["b"]["new_chunk_id"] is None and rows["b"]["match"] == "removed"  # no identical text anywhere
+
+
 # -- through Dagster ----------------------------------------------------------------------
 
 def _section(name: str, seed: int) -> str:
