@@ -36,8 +36,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-__all__ = ["INPUT_COLUMNS", "REDIRECT_SCHEMA", "compute_redirects"]
+from .storage import Warehouse
+
+__all__ = ["INPUT_COLUMNS", "LAST_PUBLISHED", "REDIRECT_SCHEMA", "compute_redirects", "update_redirects"]
 
 CONTENT_HASH = "content_hash"
 SPAN_OVERLAP = "span_overlap"
@@ -253,7 +256,7 @@ def _moved_documents(out: dict[str, _Redirect], gone: list[_Row], current: pa.Ta
         return
     hashes = pa.array(sorted({g.content_hash for g in lost}), type=pa.string())
     by_hash: dict[str, list[_Row]] = {}
-    for r in _rows(current.filter(pc.is_in(current.column("content_hash").cast(pa.string()), value_set=hashes))):
+    for r in _rows(current.filter(_is_in(current.column("content_hash"), pa.chunked_array([hashes])))):
         if r.chunk_id not in old_ids:
             by_hash.setdefault(r.content_hash, []).append(r)
     for g in lost:
@@ -325,3 +328,40 @@ def compute_redirects(
     rows.sort(key=lambda r: (r.doc_id, r.old_chunk_id))
     columns = {f.name: [getattr(r, f.name) for r in rows] for f in REDIRECT_SCHEMA}
     return pa.Table.from_pydict(columns, schema=REDIRECT_SCHEMA)
+
+
+LAST_PUBLISHED = "chunks_last_published"
+"""Where a day's published chunks wait while the partition is quarantined: the redirect baseline."""
+
+
+def update_redirects(wh: Warehouse, dataset: str, day: dt.date, table: pa.Table, chunking_version: str) -> dict[str, int]:
+    """Redirect the ids the day's last published chunks had and ``table`` lacks.
+
+    Must run before the new chunks file replaces the old one: the old file (or, after a
+    quarantine, the one set aside then) is the only record of the ids users may have
+    stored. Writes ``redirects/<day>.parquet`` when there is something to say (or an
+    earlier redirect file to bring up to date) and returns the row count by match kind.
+    """
+    published = wh.partitions(dataset, "chunks").get(day) or wh.partitions(dataset, LAST_PUBLISHED).get(day)
+    stored = wh.partitions(dataset, "redirects").get(day)
+    previous = None
+    if published is not None:  # the daily rerun loses no id: read the ids alone to find out
+        ids = pq.read_table(published, columns=["chunk_id"]).column("chunk_id")
+        if not pc.all(_is_in(ids, table.column("chunk_id"))).as_py():
+            previous = pq.read_table(published, columns=list(INPUT_COLUMNS))
+    if previous is None and stored is None:
+        return {}
+    redirects = compute_redirects(
+        previous,
+        table,
+        dataset=dataset,
+        partition_date=day,
+        chunking_version=chunking_version,
+        previous_redirects=wh.read(dataset, "redirects", day) if stored else None,
+    )
+    if redirects.num_rows or stored:
+        wh.write(redirects, dataset, "redirects", day)
+    counts: dict[str, int] = {}
+    for kind in redirects.column("match").to_pylist():
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))

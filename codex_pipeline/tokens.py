@@ -67,6 +67,10 @@ def encode_array(text: str) -> np.ndarray:
         hit = ahead.pop(id(text), None)
         if hit is not None and hit[0] is text:
             return hit[1]
+    return _encode(text)
+
+
+def _encode(text: str) -> np.ndarray:
     return encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
 
 
@@ -84,8 +88,7 @@ def encoded_ahead(texts: Sequence[str]) -> Iterator[None]:
     9% faster chunking of the httpx docs (``bench/bench_markdown_email.py``). Callers
     bound the batch (the arrays hold 4 bytes per token until used).
     """
-    encode = encoding().encode_to_numpy
-    ahead = {id(t): (t, encode(t, allowed_special=set(), disallowed_special=())) for t in texts}
+    ahead = {id(t): (t, _encode(t)) for t in texts}
     token = _AHEAD.set(ahead)
     try:
         yield
@@ -102,6 +105,11 @@ _SPACE_WORD_START = 0x01  # token is b" " followed by a non-whitespace byte
 _NONWS_START = 0x02  # first byte is not whitespace
 _NONWS_END = 0x10  # last byte is not whitespace (pairs with _SPACE_WORD_START)
 _NEWLINE_END = 0x20  # last byte is b"\n" (pairs with _NONWS_START)
+
+
+def _boundary_ok(cur: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    """The safe-boundary rule on the flags of a token and of the one before it (arrays or scalars)."""
+    return (cur & (prev >> 4)) != 0
 
 
 @dataclass(frozen=True)
@@ -202,7 +210,7 @@ class TokenizedText:
         safe = np.zeros(n, dtype=bool)
         if n > 1:
             flags = _vocab_tables().flags[tokens]
-            np.not_equal(flags[1:] & (flags[:-1] >> 4), 0, out=safe[1:])
+            safe[1:] = _boundary_ok(flags[1:], flags[:-1])
             if not self._ascii:
                 safe &= self.on_char
         if n:
@@ -223,14 +231,7 @@ class TokenizedText:
         key = char_offset if self._ascii else int(self._char_byte[char_offset])
         starts = self.byte_starts
         k = int(starts.searchsorted(key))
-        found = None
-        if k < len(starts) and starts[k] == key:
-            if k == 0:
-                found = 0
-            else:
-                flags, tokens = _vocab_tables().flags, self.tokens
-                if flags[tokens[k]] & (flags[tokens[k - 1]] >> 4):
-                    found = k
+        found = k if k < len(starts) and starts[k] == key and self._safe_at(k) else None
         index[char_offset] = found
         return found
 
@@ -262,12 +263,10 @@ class TokenizedText:
         hit = np.array(at_line) | (starts[k] == keys) & self._safe_at(k) if len(starts) else np.zeros(len(new), bool)
         index.update((o, kk if h else None) for o, kk, h in zip(new, k.tolist(), hit.tolist()))
 
-    def _safe_at(self, k: np.ndarray) -> np.ndarray:
-        """``safe[k]`` for tokens that start at a char's first byte, without the whole-text table."""
+    def _safe_at(self, k: np.ndarray | int) -> np.ndarray | bool:
+        """``safe[k]`` for tokens (an array or one index) that start at a char's first byte, without the table."""
         tokens, flags = self.tokens, _vocab_tables().flags
-        ok = (flags[tokens[k]] & (flags[tokens[np.maximum(k - 1, 0)]] >> 4)) != 0
-        ok |= k == 0
-        return ok
+        return _boundary_ok(flags[tokens[k]], flags[tokens[np.maximum(k - 1, 0)]]) | (k == 0)
 
     @functools.cached_property
     def _char_byte(self) -> np.ndarray:

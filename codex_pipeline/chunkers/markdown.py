@@ -250,13 +250,12 @@ def _sections(text: str, content_start: int, headers: list[Header]) -> list[Sect
     stack: list[tuple[int, tuple[str, ...], str]] = []  # (level, path, slug path)
     seen: dict[str, int] = {}
     add = sections.append
-    slug_drop = _SLUG_DROP.sub
     ends = [h.start for h in headers]
     ends.append(n)
     for i, (start, _, level, title) in enumerate(headers):
         while stack and stack[-1][0] >= level:
             stack.pop()
-        sl = slug_drop("-", title.lower()).strip("-_") or "section"  # slug(), inlined: it runs per heading
+        sl = slug(title)
         if stack:
             _, ppath, psid = stack[-1]
             path, sid = ppath + (title,), psid + "/" + sl

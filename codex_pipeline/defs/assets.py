@@ -4,18 +4,15 @@ import datetime as dt
 import warnings
 
 import dagster as dg
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .. import pipeline
 from ..contract_check import validate_chunks
-from ..redirects import INPUT_COLUMNS as REDIRECT_INPUT_COLUMNS, compute_redirects
+from ..redirects import LAST_PUBLISHED, update_redirects
 from ..registry import DATASETS, DatasetSpec
 from ..stats import chunk_summary, preview_markdown
 from ..embedding_step import embed_day
 from ..inspector import token_histogram_markdown
-from ..storage import Warehouse, ensure_views
+from ..storage import ensure_views
 from .partitions import daily_partitions
 from .resources import CodexWarehouse, EmbeddingSettings
 
@@ -44,45 +41,6 @@ def _rejects_preview(rejects) -> str:
         reason = r["reason"].replace("|", "\\|")
         lines.append(f"| {r['stage']} | {r['source_file']} | {r['record_ref'] or ''} | {reason} |")
     return "\n".join(lines)
-
-
-LAST_PUBLISHED = "chunks_last_published"
-"""Where a day's published chunks wait while the partition is quarantined: the redirect baseline."""
-
-
-def _update_redirects(wh: Warehouse, spec: DatasetSpec, day: dt.date, table: pa.Table) -> dict[str, int]:
-    """Redirect the ids the day's last published chunks had and ``table`` lacks.
-
-    Must run before the new chunks file replaces the old one: the old file (or, after a
-    quarantine, the one set aside then) is the only record of the ids users may have
-    stored. Writes ``redirects/<day>.parquet`` when there is something to say (or an
-    earlier redirect file to bring up to date) and returns the row count by match kind.
-    """
-    published = wh.partitions(spec.name, "chunks").get(day) or wh.partitions(spec.name, LAST_PUBLISHED).get(day)
-    stored = wh.partitions(spec.name, "redirects").get(day)
-    if published is None and stored is None:
-        return {}
-    previous = None
-    if published is not None:  # the daily rerun loses no id: read the ids alone to find out
-        ids = pq.read_table(published, columns=["chunk_id"]).column("chunk_id")
-        if not pc.all(pc.is_in(ids, value_set=table.column("chunk_id").combine_chunks())).as_py():
-            previous = pq.read_table(published, columns=list(REDIRECT_INPUT_COLUMNS))
-    if previous is None and stored is None:
-        return {}
-    redirects = compute_redirects(
-        previous,
-        table,
-        dataset=spec.name,
-        partition_date=day,
-        chunking_version=spec.chunking_version,
-        previous_redirects=wh.read(spec.name, "redirects", day) if stored else None,
-    )
-    if redirects.num_rows or stored:
-        wh.write(redirects, spec.name, "redirects", day)
-    counts: dict[str, int] = {}
-    for kind in redirects.column("match").to_pylist():
-        counts[kind] = counts.get(kind, 0) + 1
-    return dict(sorted(counts.items()))
 
 
 def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
@@ -157,7 +115,7 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         wh.write(out.rejects, spec.name, "rejects", day, part="chunk")
         redirects: dict[str, int] = {}
         if report.passed:  # a quarantined table publishes no ids, so it redirects none
-            redirects = _update_redirects(wh, spec, day, out.table)
+            redirects = update_redirects(wh, spec.name, day, out.table, spec.chunking_version)
             path = wh.write(out.table, spec.name, "chunks", day, stamp={"chunking_version": spec.chunking_version})
             wh.remove(spec.name, "quarantine", day)
             wh.remove(spec.name, LAST_PUBLISHED, day)
