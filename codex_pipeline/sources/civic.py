@@ -29,6 +29,7 @@ from ..ids import make_doc_id
 from .council_transcript import parse_transcript
 from .files import landing_files, read_text
 from .records import Field, RawRecord, RecordSchema, dedupe, read_json_lines
+from .structured import HTTP_URL_RULE
 
 DATASET = "civic_intelligence"
 TRANSCRIPT_SUFFIX = ".txt"
@@ -103,7 +104,7 @@ RECORD_SCHEMA = RecordSchema(
         Field("title", "string", False, "Meeting title; defaults to `{body} {meeting_type} meeting, {date}`.",
               ("single line", _one_line)),
         Field("source_url", "string", False, "Where the agenda / minutes / video were published (http or https).",
-              ("http(s) URL", lambda v: v.startswith(("http://", "https://")) and " " not in v)),
+              HTTP_URL_RULE),
         Field("agenda_items", "list[object]", True,
               "The agenda items in agenda order, each an object of the *agenda item* table below; "
               "at least one, item numbers unique in the record.",

@@ -244,15 +244,20 @@ def read_day(
     return records, rejects
 
 
-def dedupe(records: Iterable[RawRecord], id_field: str) -> tuple[list[RawRecord], list[Reject]]:
-    """Keep the first record per id; later duplicates are rejected, not dropped."""
+def dedupe_by(records: Iterable[RawRecord], key: Callable[[RawRecord], str], label: str) -> tuple[list[RawRecord], list[Reject]]:
+    """Keep the first record per key; later duplicates become rejects naming the first, not dropped."""
     seen: dict[str, str] = {}
     keep, rejects = [], []
     for r in records:
-        rid = str(r.data[id_field])
-        if rid in seen:
-            rejects.append(Reject(r.source_file, f"duplicate {id_field} {rid!r} (first at {seen[rid]})", r.ref))
+        k = key(r)
+        if k in seen:
+            rejects.append(Reject(r.source_file, f"duplicate {label} {k!r} (first at {seen[k]})", r.ref))
             continue
-        seen[rid] = f"{r.source_file} {r.ref}"
+        seen[k] = f"{r.source_file} {r.ref}"
         keep.append(r)
     return keep, rejects
+
+
+def dedupe(records: Iterable[RawRecord], id_field: str) -> tuple[list[RawRecord], list[Reject]]:
+    """Keep the first record per id (:func:`dedupe_by` on ``id_field``)."""
+    return dedupe_by(records, lambda r: str(r.data[id_field]), id_field)

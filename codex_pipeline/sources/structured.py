@@ -31,7 +31,7 @@ from typing import Any
 
 from ..documents import LoadResult, Reject, SourceDocument
 from ..ids import make_doc_id
-from .records import Field, RawRecord, RecordSchema, short_repr, read_csv_rows, read_day, read_json_lines
+from .records import Field, RawRecord, RecordSchema, dedupe_by, short_repr, read_csv_rows, read_day, read_json_lines
 
 # ---------------------------------------------------------------------------------------
 # Field rules shared by the record schemas
@@ -46,6 +46,7 @@ KEY_RULE = ("key: letter/digit first, then letters, digits, _ - (max 64)", lambd
 LATITUDE_RULE = ("between -90 and 90", lambda v: -90 <= v <= 90)
 LONGITUDE_RULE = ("between -180 and 180", lambda v: -180 <= v <= 180)
 NON_NEGATIVE = (">= 0", lambda v: v >= 0)
+HTTP_URL_RULE = ("http(s) URL", lambda v: v.startswith(("http://", "https://")) and " " not in v)
 
 
 def one_line(max_chars: int) -> tuple[str, Callable[[Any], bool]]:
@@ -127,20 +128,6 @@ class RecordRules:
         for name, sub in self.nested:
             out.append(f"\nEach item of `{name}`:\n\n{sub.markdown_table()}")
         return "\n".join(out)
-
-
-def dedupe_by(records: Iterable[RawRecord], key: Callable[[RawRecord], str], label: str) -> tuple[list[RawRecord], list[Reject]]:
-    """Keep the first record per key; later duplicates become rejects naming the first."""
-    seen: dict[str, str] = {}
-    keep, rejects = [], []
-    for r in records:
-        k = key(r)
-        if k in seen:
-            rejects.append(Reject(r.source_file, f"duplicate {label} {k!r} (first at {seen[k]})", r.ref))
-            continue
-        seen[k] = f"{r.source_file} {r.ref}"
-        keep.append(r)
-    return keep, rejects
 
 
 # ---------------------------------------------------------------------------------------
@@ -545,7 +532,7 @@ POI_INTELLIGENCE = StructuredDataset(
                 Field("latitude", "number", True, "Latitude (WGS 84).", LATITUDE_RULE),
                 Field("longitude", "number", True, "Longitude (WGS 84).", LONGITUDE_RULE),
                 Field("phone", "string", False, "Public phone number.", one_line(40)),
-                Field("website", "string", False, "Website URL.", ("http(s) URL", lambda v: v.startswith(("http://", "https://")) and " " not in v)),
+                Field("website", "string", False, "Website URL.", HTTP_URL_RULE),
                 Field("opening_hours", "string", False, "Opening hours in OpenStreetMap `opening_hours` syntax.", one_line(300)),
                 Field("open_status", "string", False, "Operating status.", one_of("open", "temporarily_closed", "permanently_closed")),
                 Field("first_seen", "date", False, "First day the place was observed."),
