@@ -35,10 +35,6 @@ CHUNKED = {
 }
 
 
-def _check_evaluations(result: dg.ExecuteInProcessResult) -> list:
-    return list(result.get_asset_check_evaluations())
-
-
 @pytest.mark.parametrize("dataset", sorted(CHUNKED))
 def test_materialize_chunked_dataset(warehouse, dataset: str) -> None:
     types, n_rejects = CHUNKED[dataset]
@@ -46,7 +42,7 @@ def test_materialize_chunked_dataset(warehouse, dataset: str) -> None:
     result = materialize_dataset(warehouse, dataset, DAY)
     assert result.success
 
-    (check,) = _check_evaluations(result)
+    (check,) = result.get_asset_check_evaluations()
     assert check.check_name == "chunk_contract" and check.passed
     assert check.asset_key == dg.AssetKey([dataset, "chunks"])
 
@@ -113,7 +109,7 @@ def test_ais_positions_is_raw_only(warehouse) -> None:
     land(warehouse, "ais_positions", DAY, FIXTURES / "ais_positions")
     result = materialize_dataset(warehouse, "ais_positions", DAY)
     assert result.success
-    assert _check_evaluations(result) == []
+    assert result.get_asset_check_evaluations() == []
     assert not warehouse.table_dir("ais_positions", "chunks").exists()
     raw = warehouse.read("ais_positions", "raw", DATE)
     assert raw.num_rows == 4
@@ -142,8 +138,8 @@ def test_sample_landing_days_materialize(warehouse, dataset: str) -> None:
         landing = land(warehouse, dataset, day, sample / day)
         result = materialize_dataset(warehouse, dataset, day)
         assert result.success
-        assert all(c.passed for c in _check_evaluations(result))
-        assert len(_check_evaluations(result)) == (1 if spec.chunked else 0)
+        assert all(c.passed for c in result.get_asset_check_evaluations())
+        assert len(result.get_asset_check_evaluations()) == (1 if spec.chunked else 0)
         total_rejects += len(spec.load_day(landing).rejects)
     con = connect_catalog(warehouse)
     try:

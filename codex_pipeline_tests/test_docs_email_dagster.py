@@ -6,7 +6,6 @@ import datetime as dt
 import json
 from pathlib import Path
 
-import dagster as dg
 
 from codex_pipeline.contract import SEED_FIELDS
 from codex_pipeline.storage import Warehouse, connect_catalog
@@ -15,10 +14,6 @@ from codex_pipeline.tokens import count_tokens
 from .conftest import FIXTURES, land, materialize_dataset
 
 SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
-
-
-def _checks(result: dg.ExecuteInProcessResult) -> list:
-    return [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
 
 
 def _verify_rows(warehouse: Warehouse, dataset: str, day: dt.date) -> list[dict]:
@@ -44,7 +39,7 @@ def test_docs_partition(warehouse: Warehouse) -> None:
     (landing / "bad.md").write_text("---\ntitle: [broken\n---\n# Body\n")
     result = materialize_dataset(warehouse, "docs", day_s)
     assert result.success
-    (evaluation,) = _checks(result)
+    (evaluation,) = result.get_asset_check_evaluations()
     assert evaluation.passed and evaluation.check_name == "chunk_contract"
 
     day = dt.date.fromisoformat(day_s)
@@ -82,7 +77,7 @@ def test_email_threads_partition(warehouse: Warehouse) -> None:
     land(warehouse, "email_threads", day_s, FIXTURES / "email_threads")
     result = materialize_dataset(warehouse, "email_threads", day_s)
     assert result.success
-    (evaluation,) = _checks(result)
+    (evaluation,) = result.get_asset_check_evaluations()
     assert evaluation.passed
 
     day = dt.date.fromisoformat(day_s)

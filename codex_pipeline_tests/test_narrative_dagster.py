@@ -20,17 +20,13 @@ from .conftest import FIXTURES, land, materialize_dataset
 DAY = "2026-11-24"
 
 
-def _check_evaluations(result: dg.ExecuteInProcessResult) -> list:
-    return [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-
-
 def test_partition_lands_in_parquet_and_duckdb(warehouse: Warehouse) -> None:
     landing = land(warehouse, "narrative", DAY, FIXTURES / "narrative")
     (landing / "broken.txt").write_bytes(b"\xff\xfe not utf-8")
     (landing / "nothing.html").write_text("<html><body><script>x()</script></body></html>")
     result = materialize_dataset(warehouse, "narrative", DAY)
     assert result.success
-    (evaluation,) = _check_evaluations(result)
+    (evaluation,) = result.get_asset_check_evaluations()
     assert evaluation.passed and evaluation.check_name == "chunk_contract"
 
     day = dt.date.fromisoformat(DAY)
@@ -89,7 +85,7 @@ def test_contract_failure_blocks_and_quarantines(warehouse: Warehouse) -> None:
         resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": EmbeddingSettings()},
         raise_on_error=False,
     )
-    (evaluation,) = _check_evaluations(result)
+    (evaluation,) = result.get_asset_check_evaluations()
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
     assert evaluation.metadata["failed_checks"].value == ["token_count_exact_cl100k"]
     day = dt.date.fromisoformat(DAY)
