@@ -23,12 +23,12 @@ from pathlib import Path
 
 import tiktoken
 
-from codex_pipeline import pipeline
-from codex_pipeline.registry import get_dataset
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.civic import load_civic_day
 from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript
-from codex_pipeline.stats import chunk_summary
-from codex_pipeline.tokens import encoding
+from codex_pipeline.explore.stats import chunk_summary
+from codex_pipeline.core.tokens import encoding
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO / ".." / "shared" / "corpora" / "council"

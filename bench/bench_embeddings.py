@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from codex_pipeline.chunkers.narrative import chunk_narrative
-from codex_pipeline.documents import SourceDocument
+from codex_pipeline.core.documents import SourceDocument
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT / ".." / "shared" / "corpora"

@@ -18,9 +18,9 @@ from pathlib import Path
 import tiktoken
 
 from codex_pipeline.chunkers.narrative import chunk_narrative
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.rows import ChunkRun, RowBuffer
-from codex_pipeline.tokens import encoding
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkRun, RowBuffer
+from codex_pipeline.core.tokens import encoding
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
 

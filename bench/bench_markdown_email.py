@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from codex_pipeline import pipeline
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.chunkers.markdown import parse_structure
-from codex_pipeline.registry import get_dataset
-from codex_pipeline.rows import ChunkRun, RowBuffer
-from codex_pipeline.sources.email import load_email_day
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.core.rows import ChunkRun, RowBuffer
+from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.markdown import load_docs_day
-from codex_pipeline.tokens import encode_array, encoding
+from codex_pipeline.core.tokens import encode_array, encoding
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MARKDOWN = REPO / ".." / "shared" / "corpora" / "markdown" / "httpx"

@@ -18,8 +18,8 @@ from collections import Counter
 
 import pyarrow as pa
 
-from codex_pipeline.ids import content_hash, make_chunk_id, make_locator
-from codex_pipeline.redirects import INPUT_COLUMNS, compute_redirects
+from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
+from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, compute_redirects
 
 VOCAB = [f"w{i}" for i in range(3000)]
 

@@ -30,10 +30,10 @@ DEFAULT_MARKDOWN = REPO / ".." / "shared" / "corpora" / "markdown" / "httpx"
 CHILD = """
 import datetime as dt, sys
 from pathlib import Path
-from codex_pipeline import pipeline
-from codex_pipeline.registry import get_dataset
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.markdown import load_docs_day
-from codex_pipeline.tokens import encoding
+from codex_pipeline.core.tokens import encoding
 docs = load_docs_day(Path(sys.argv[1])).documents
 side, runs = sys.argv[2], int(sys.argv[3])
 spec, enc = get_dataset("docs"), encoding()

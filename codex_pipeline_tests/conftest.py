@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from codex_pipeline.storage import Warehouse
+from codex_pipeline.warehouse.storage import Warehouse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.core.tokens import count_tokens
 
 # The API limits the server enforces (as api.openai.com does, with a 400).
 MAX_INPUTS = 2048

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline.cli import build_parser
-from codex_pipeline.cli_inspect import add_inspect_commands
-from codex_pipeline.ids import make_chunk_id
-from codex_pipeline.inspector import ChunkInspector, token_histogram_png
-from codex_pipeline.navigation import ChunkCollection
-from codex_pipeline.storage import Warehouse
+from codex_pipeline.cli.app import build_parser
+from codex_pipeline.cli.inspect_commands import add_inspect_commands
+from codex_pipeline.core.ids import make_chunk_id
+from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
+from codex_pipeline.explore.navigation import ChunkCollection
+from codex_pipeline.warehouse.storage import Warehouse
 
-from .conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY1, DAY2 = "2026-11-24", "2026-11-25"
 COUNCIL = "urn:aprs:narrative:council-recess-statement.txt"

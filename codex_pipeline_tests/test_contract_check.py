@@ -8,12 +8,12 @@ import json
 import pyarrow as pa
 import pytest
 
-from codex_pipeline.contract import CHUNK_SCHEMA, SEED_FIELDS
-from codex_pipeline.contract_check import validate_chunks
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.ids import make_chunk_id
-from codex_pipeline.rows import ChunkDraft, ChunkRun, RowBuffer
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.core.contract import CHUNK_SCHEMA, SEED_FIELDS
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import make_chunk_id
+from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
+from codex_pipeline.core.tokens import count_tokens
 
 DOC = SourceDocument("urn:aprs:narrative:d1", "d1", "Alpha beta gamma.\n\nDelta epsilon.", "d1.txt")
 

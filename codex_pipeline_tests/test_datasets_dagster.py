@@ -14,12 +14,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from codex_pipeline import pipeline
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.defs.assets import assets_by_dataset
-from codex_pipeline.registry import get_dataset
-from codex_pipeline.storage import connect_catalog
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.warehouse.storage import connect_catalog
 
-from .conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"
 DATE = dt.date.fromisoformat(DAY)

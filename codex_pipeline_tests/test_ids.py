@@ -1,4 +1,4 @@
-from codex_pipeline.ids import make_chunk_id, make_doc_id, make_locator, revision8
+from codex_pipeline.core.ids import make_chunk_id, make_doc_id, make_locator, revision8
 import re
 
 import pytest

@@ -9,23 +9,23 @@ import struct
 import pyarrow as pa
 import pytest
 
-from codex_pipeline import pipeline
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.ids import content_hash, make_chunk_id, make_doc_id
-from codex_pipeline.inspector import (
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import content_hash, make_chunk_id, make_doc_id
+from codex_pipeline.explore.inspector import (
     ChunkInspector,
     Distribution,
     Text,
     token_histogram_markdown,
     token_histogram_png,
 )
-from codex_pipeline.navigation import ChunkCollection
-from codex_pipeline.registry import get_dataset
-from codex_pipeline.rows import ChunkDraft, ChunkRun, RowBuffer
-from codex_pipeline.stats import chunk_summary
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.explore.navigation import ChunkCollection
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
+from codex_pipeline.explore.stats import chunk_summary
+from codex_pipeline.core.tokens import count_tokens
 
-from .conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 DAY = dt.date(2026, 11, 24)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -7,15 +7,15 @@ import json
 
 import dagster as dg
 
-from codex_pipeline.contract import SEED_FIELDS
+from codex_pipeline.core.contract import SEED_FIELDS
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.registry import DatasetSpec, get_dataset
-from codex_pipeline.rows import ChunkDraft
-from codex_pipeline.storage import Warehouse, connect_catalog
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.core.tokens import count_tokens
 
-from .conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"
 

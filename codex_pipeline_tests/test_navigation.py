@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.ids import content_hash, make_chunk_id, make_doc_id
-from codex_pipeline.navigation import Chunk, ChunkCollection
-from codex_pipeline.rows import ChunkDraft, ChunkRun, RowBuffer
-from codex_pipeline.storage import Warehouse, ensure_views
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import content_hash, make_chunk_id, make_doc_id
+from codex_pipeline.explore.navigation import Chunk, ChunkCollection
+from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
+from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+from codex_pipeline.core.tokens import count_tokens
 
 DATASET = "manual"
 DAY1, DAY2 = dt.date(2026, 11, 24), dt.date(2026, 11, 25)
@@ -360,7 +360,7 @@ def test_from_catalog_and_warehouse(tmp_path: Path, day1: pa.Table, day2: pa.Tab
 
 
 def test_resolve_follows_redirects(tmp_path: Path, day1: pa.Table) -> None:
-    from codex_pipeline.redirects import compute_redirects
+    from codex_pipeline.warehouse.redirects import compute_redirects
 
     renamed = {"a": [("h9" if s == "h2.s1" else s, *rest) for s, *rest in DOC_A], "b": DOC_B_DAY1[:2]}
     day1b = build_table(DAY1, renamed)

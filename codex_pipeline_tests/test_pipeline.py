@@ -6,9 +6,10 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from codex_pipeline import pipeline, tokens
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.registry import get_dataset
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.core import tokens
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.markdown import load_docs_day
 
 FIXTURES = Path(__file__).parent / "fixtures"

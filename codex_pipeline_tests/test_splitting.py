@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline.splitting import bounded_split, token_windows
-from codex_pipeline.tokens import TokenizedText, count_tokens
+from codex_pipeline.core.splitting import bounded_split, token_windows
+from codex_pipeline.core.tokens import TokenizedText, count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = sorted(p for p in (ROOT / "codex_pipeline" / "sample_landing" / "narrative").rglob("*.txt"))

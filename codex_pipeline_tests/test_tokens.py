@@ -10,8 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline import tokens
-from codex_pipeline.tokens import TokenizedText, TokenizerUnavailable, count_tokens, encoding, official_cl100k
+from codex_pipeline.core import tokens
+from codex_pipeline.core.tokens import (
+    TokenizedText,
+    TokenizerUnavailable,
+    count_tokens,
+    encoding,
+    official_cl100k,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"

@@ -1,11 +1,16 @@
-"""Chunkers: one module per dataset, each turning a SourceDocument into ChunkDrafts."""
+"""Chunkers: one module per dataset, each turning a SourceDocument into ChunkDrafts.
+
+A chunker reads the canonical text and the structure its reader persisted on the
+document (``SourceDocument.blocks``); it never parses a landing format again. Imports
+only ``core``.
+"""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
 
 
 class Chunker(Protocol):

@@ -22,13 +22,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract import MAX_CHUNK_TOKENS, ChunkType
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
-from ..sources.civic import render_record
-from ..sources.council_transcript import InferredItem, Transcript, Turn, infer_agenda_items, parse_transcript
-from ..splitting import bounded_split
-from ..tokens import TokenizedText, count_tokens_batch
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.sources.civic import render_record
+from codex_pipeline.sources.council_transcript import (
+    InferredItem,
+    Transcript,
+    Turn,
+    infer_agenda_items,
+    parse_transcript,
+)
+from codex_pipeline.core.splitting import bounded_split
+from codex_pipeline.core.tokens import TokenizedText, count_tokens_batch
 
 MERGE_BELOW_TOKENS = 50  # a turn whose spoken text has fewer tokens is merged forward
 MERGE_SEPARATOR = "\n"  # between the texts of merged turns

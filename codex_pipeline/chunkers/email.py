@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import MAX_CHUNK_TOKENS, ChunkType
-from ..documents import SourceDocument
-from ..ids import make_chunk_id
-from ..rows import ChunkDraft
-from ..tokens import count_tokens, count_tokens_batch
-from .sizing import Budget, split_range
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import make_chunk_id
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.core.tokens import count_tokens, count_tokens_batch
+from codex_pipeline.chunkers.sizing import Budget, split_range
 
 DEFAULT_MAX_EMAILS = 10
 DEFAULT_MAX_TOKENS = 512

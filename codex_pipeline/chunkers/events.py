@@ -18,13 +18,13 @@ The description is encoded once (:class:`TokenizedText`) and windowed with
 
 from __future__ import annotations
 
-from ..contract import MAX_CHUNK_TOKENS, ChunkType
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
-from ..sources.events import render_event
-from ..splitting import token_windows
-from ..tokens import TokenizedText, count_tokens
-from .record_view import rendering_of, section_drafts
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.sources.events import render_event
+from codex_pipeline.core.splitting import token_windows
+from codex_pipeline.core.tokens import TokenizedText, count_tokens
+from codex_pipeline.chunkers.record_view import rendering_of, section_drafts
 
 EVENT_WINDOW_TOKENS = 800
 EVENT_WINDOW_OVERLAP = 50

@@ -25,12 +25,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..contract import MAX_CHUNK_TOKENS, ChunkType
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
-from ..sources.markdown import split_front_matter
-from ..tokens import TokenizedText, count_tokens, count_tokens_batch, encode_array
-from .sizing import Budget, Unit, overlap_start, split_range
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.sources.markdown import split_front_matter
+from codex_pipeline.core.tokens import TokenizedText, count_tokens, count_tokens_batch, encode_array
+from codex_pipeline.chunkers.sizing import Budget, Unit, overlap_start, split_range
 
 DEFAULT_MIN_TOKENS, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS = 256, 512, 32
 SEED_MIN_CHAR, SEED_MAX_CHAR, SEED_OVERLAP_CHARS = 1024, 2048, 128

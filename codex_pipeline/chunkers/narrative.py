@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..contract import ChunkType
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
-from ..splitting import WINDOW_OVERLAP, WINDOW_TOKENS, token_windows
-from ..tokens import TokenizedText
+from codex_pipeline.core.contract import ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.core.splitting import WINDOW_OVERLAP, WINDOW_TOKENS, token_windows
+from codex_pipeline.core.tokens import TokenizedText
 
 
 def chunk_narrative(

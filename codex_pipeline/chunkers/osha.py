@@ -12,11 +12,11 @@ Chunks are verbatim, non-overlapping blocks; a block over 1,500 tokens is cut by
 
 from __future__ import annotations
 
-from ..contract import ChunkType
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
-from ..sources.osha import render_case
-from .record_view import rendering_of, section_drafts
+from codex_pipeline.core.contract import ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.sources.osha import render_case
+from codex_pipeline.chunkers.record_view import rendering_of, section_drafts
 
 SUMMARY_SECTION = "summary"
 

@@ -14,11 +14,11 @@ block over 1,500 tokens is cut by :func:`section_drafts` (``….part.{k}``).
 
 from __future__ import annotations
 
-from ..contract import ChunkType
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
-from ..sources.permits import render_permit
-from .record_view import rendering_of, section_drafts
+from codex_pipeline.core.contract import ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.sources.permits import render_permit
+from codex_pipeline.chunkers.record_view import rendering_of, section_drafts
 
 SUMMARY_SECTION = "summary"
 

@@ -19,12 +19,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..contract import MAX_CHUNK_TOKENS, ChunkType
-from ..documents import SourceDocument
-from ..rows import ChunkDraft
-from ..sources.structured import Rendering
-from ..splitting import Span, bounded_split
-from ..tokens import TokenizedText, count_tokens
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.sources.structured import Rendering
+from codex_pipeline.core.splitting import Span, bounded_split
+from codex_pipeline.core.tokens import TokenizedText, count_tokens
 
 RECORD_SECTION = "record"
 _FIELD_LINE = re.compile(r"^- \*\*([^*\n]+)\*\*:", re.M)

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..contract import MAX_CHUNK_TOKENS
-from ..splitting import BOUNDARY_LEVELS, bounded_split, pack_units, trim
-from ..tokens import TokenizedText, count_tokens
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
+from codex_pipeline.core.splitting import BOUNDARY_LEVELS, bounded_split, pack_units, trim
+from codex_pipeline.core.tokens import TokenizedText, count_tokens
 
 Unit = Literal["tokens", "chars"]
 

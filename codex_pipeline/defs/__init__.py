@@ -1,12 +1,15 @@
-"""The Codex code location: thin Dagster wiring around the pure library."""
+"""The Codex code location: thin Dagster wiring around the pure library.
+
+The only layer that imports Dagster; it may import every other layer but ``cli``.
+"""
 
 import dagster as dg
 
-from .assets import dataset_assets
-from .jobs import codex_all_job
-from .resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
-from .schedules import daily_schedule
-from .sensors import version_sensor
+from codex_pipeline.defs.assets import dataset_assets
+from codex_pipeline.defs.jobs import codex_all_job
+from codex_pipeline.defs.resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.schedules import daily_schedule
+from codex_pipeline.defs.sensors import version_sensor
 
 defs = dg.Definitions(
     assets=dataset_assets,

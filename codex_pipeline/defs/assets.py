@@ -5,16 +5,16 @@ import warnings
 
 import dagster as dg
 
-from .. import pipeline
-from ..contract_check import validate_chunks
-from ..redirects import LAST_PUBLISHED, update_redirects
-from ..registry import DATASETS, DatasetSpec
-from ..stats import chunk_summary, preview_markdown
-from ..embedding_step import embed_day
-from ..inspector import token_histogram_markdown
-from ..storage import ensure_views
-from .partitions import daily_partitions
-from .resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.warehouse.redirects import LAST_PUBLISHED, update_redirects
+from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
+from codex_pipeline.explore.stats import chunk_summary, preview_markdown
+from codex_pipeline.datasets.embed_step import embed_day
+from codex_pipeline.explore.inspector import token_histogram_markdown
+from codex_pipeline.warehouse.storage import ensure_views
+from codex_pipeline.defs.partitions import daily_partitions
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 
 # Backfill policies are beta in Dagster 1.13, and a job spanning assets with
 # different policies (codex_all, the version sensor's) runs per day and says so on

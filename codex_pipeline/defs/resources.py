@@ -5,7 +5,7 @@ from typing import Optional
 import dagster as dg
 import duckdb
 
-from ..storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 
 
 class CodexWarehouse(dg.ConfigurableResource):
@@ -57,7 +57,7 @@ class EmbeddingSettings(dg.ConfigurableResource):
     openai_max_backoff_s: float = 30.0
 
     def build(self):
-        from ..embeddings import make_embedder
+        from codex_pipeline.embeddings import make_embedder
 
         if self.kind == "local":
             return make_embedder("local", batch_size=self.local_batch_size)

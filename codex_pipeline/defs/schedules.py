@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from .jobs import codex_all_job
+from codex_pipeline.defs.jobs import codex_all_job
 
 daily_schedule = dg.build_schedule_from_partitioned_job(
     codex_all_job,

@@ -5,9 +5,9 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from ..registry import DATASETS, DatasetSpec
-from ..staleness import stale_partitions
-from .resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
+from codex_pipeline.datasets.staleness import stale_partitions
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 
 MAX_RUNS_PER_TICK = 5
 

@@ -1,6 +1,6 @@
 """Embeddings for chunk tables: one interface, an OpenAI and a local model, reuse rules.
 
-Nothing here imports Dagster; the assets call :func:`make_embedder` and
+Imports ``core`` and ``warehouse`` only; nothing here imports Dagster; the assets call :func:`make_embedder` and
 :func:`embed_partition`. Importing this package does not import torch or the
 OpenAI client: each embedder module is loaded when it is asked for.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .base import (
+from codex_pipeline.embeddings.base import (
     BatchCallback,
     EmbedResult,
     Embedder,
@@ -22,7 +22,7 @@ from .base import (
     MissingAPIKey,
     WeightsMismatch,
 )
-from .reuse import (
+from codex_pipeline.embeddings.reuse import (
     EmbedCounts,
     EmbedOutcome,
     EmbeddingCheckpoint,
@@ -37,8 +37,8 @@ from .reuse import (
 )
 
 if TYPE_CHECKING:
-    from .local_minilm import LocalMiniLMEmbedder
-    from .openai_client import OpenAIEmbedder, RetryPolicy
+    from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
+    from codex_pipeline.embeddings.openai_client import OpenAIEmbedder, RetryPolicy
 
 EMBEDDER_ENV = "CODEX_EMBEDDER"
 KINDS = ("local", "openai")
@@ -56,11 +56,11 @@ def make_embedder(kind: str | None = None, **opts: Any) -> Embedder:
     """
     kind = (kind or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
     if kind == "local":
-        from .local_minilm import LocalMiniLMEmbedder
+        from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 
         return LocalMiniLMEmbedder(**opts)
     if kind == "openai":
-        from .openai_client import OpenAIEmbedder, RetryPolicy
+        from codex_pipeline.embeddings.openai_client import OpenAIEmbedder, RetryPolicy
 
         if isinstance(opts.get("retry"), dict):
             opts["retry"] = RetryPolicy(**opts["retry"])
@@ -70,11 +70,11 @@ def make_embedder(kind: str | None = None, **opts: Any) -> Embedder:
 
 def __getattr__(name: str) -> Any:  # lazy: keep torch / openai out of a bare import
     if name == "LocalMiniLMEmbedder":
-        from .local_minilm import LocalMiniLMEmbedder
+        from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 
         return LocalMiniLMEmbedder
     if name in ("OpenAIEmbedder", "RetryPolicy"):
-        from . import openai_client
+        from codex_pipeline.embeddings import openai_client
 
         return getattr(openai_client, name)
     raise AttributeError(name)

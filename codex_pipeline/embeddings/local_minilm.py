@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import BatchCallback, EmbedResult, WeightsMismatch
+from codex_pipeline.embeddings.base import BatchCallback, EmbedResult, WeightsMismatch
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import openai
 
-from ..tokens import encoding
-from .base import (
+from codex_pipeline.core.tokens import encoding
+from codex_pipeline.embeddings.base import (
     BatchCallback,
     EmbedResult,
     EmbeddingFailed,

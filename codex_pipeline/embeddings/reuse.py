@@ -38,8 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..storage import write_parquet_atomic
-from .base import Embedder, EmptyInput, InputTooLong
+from codex_pipeline.warehouse.storage import write_parquet_atomic
+from codex_pipeline.embeddings.base import Embedder, EmptyInput, InputTooLong
 
 log = logging.getLogger(__name__)
 

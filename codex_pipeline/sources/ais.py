@@ -19,9 +19,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..documents import LoadResult
-from .records import Field, RecordSchema
-from .structured import LATITUDE_RULE, LONGITUDE_RULE, NON_NEGATIVE, RecordRules, StructuredDataset, one_line, one_of
+from codex_pipeline.core.documents import LoadResult
+from codex_pipeline.sources.records import Field, RecordSchema
+from codex_pipeline.sources.structured import (
+    LATITUDE_RULE,
+    LONGITUDE_RULE,
+    NON_NEGATIVE,
+    RecordRules,
+    StructuredDataset,
+    one_line,
+    one_of,
+)
 
 DATASET = "ais_positions"
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..documents import LoadResult, Reject, SourceDocument
-from ..ids import make_doc_id
-from .council_transcript import parse_transcript
-from .files import landing_files, read_text
-from .records import Field, RawRecord, RecordSchema, dedupe, read_json_lines
-from .structured import HTTP_URL_RULE
+from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.core.ids import make_doc_id
+from codex_pipeline.sources.council_transcript import parse_transcript
+from codex_pipeline.sources.files import landing_files, read_text
+from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, dedupe, read_json_lines
+from codex_pipeline.sources.structured import HTTP_URL_RULE
 
 DATASET = "civic_intelligence"
 TRANSCRIPT_SUFFIX = ".txt"

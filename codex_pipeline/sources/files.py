@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
-from ..documents import Reject
+from codex_pipeline.core.documents import Reject
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..documents import LoadResult, Reject, SourceDocument
-from ..ids import make_doc_id
-from .files import text_files
+from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.core.ids import make_doc_id
+from codex_pipeline.sources.files import text_files
 
 DATASET = "docs"
 SUFFIXES = {".md", ".mdx", ".markdown"}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..documents import LoadResult, Reject, SourceDocument
-from ..ids import make_doc_id
-from .files import text_files
-from .html_text import html_to_text
+from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.core.ids import make_doc_id
+from codex_pipeline.sources.files import text_files
+from codex_pipeline.sources.html_text import html_to_text
 
 DATASET = "narrative"
 TEXT_SUFFIXES = {".txt", ".text"}

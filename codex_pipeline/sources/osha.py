@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..documents import LoadResult
-from .records import Field, RecordSchema, read_json_lines
-from .structured import (
+from codex_pipeline.core.documents import LoadResult
+from codex_pipeline.sources.records import Field, RecordSchema, read_json_lines
+from codex_pipeline.sources.structured import (
     NON_NEGATIVE,
     RecordRules,
     Rendering,

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..documents import LoadResult, Reject
-from .records import Field, RawRecord, RecordSchema, read_csv_rows, read_json_lines
-from .structured import (
+from codex_pipeline.core.documents import LoadResult, Reject
+from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, read_csv_rows, read_json_lines
+from codex_pipeline.sources.structured import (
     KEY_RULE,
     LATITUDE_RULE,
     LONGITUDE_RULE,

@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 import pandera.pandas as pa
 
-from ..documents import Reject
-from .files import landing_files, read_text
+from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.files import landing_files, read_text
 
 
 @dataclass(frozen=True)

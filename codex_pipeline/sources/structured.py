@@ -29,9 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..documents import LoadResult, Reject, SourceDocument
-from ..ids import make_doc_id
-from .records import Field, RawRecord, RecordSchema, dedupe_by, short_repr, read_csv_rows, read_day, read_json_lines
+from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.core.ids import make_doc_id
+from codex_pipeline.sources.records import (
+    Field,
+    RawRecord,
+    RecordSchema,
+    dedupe_by,
+    short_repr,
+    read_csv_rows,
+    read_day,
+    read_json_lines,
+)
 
 # ---------------------------------------------------------------------------------------
 # Field rules shared by the record schemas

@@ -14,18 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline import pipeline
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.chunkers.civic import chunk_civic, merge_turns
-from codex_pipeline.contract import MAX_CHUNK_TOKENS
-from codex_pipeline.contract_check import validate_chunks
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.registry import get_dataset
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.civic import load_civic_day, render_record
 from codex_pipeline.sources.council_transcript import parse_transcript
-from codex_pipeline.storage import Warehouse, connect_catalog
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.core.tokens import count_tokens
 
-from ..conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = FIXTURES / "civic_intelligence"

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline import pipeline
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.chunkers.email import EmailChunker, chunk_email_threads
-from codex_pipeline.contract import MAX_CHUNK_TOKENS, ChunkType
-from codex_pipeline.contract_check import validate_chunks
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.email_threads import build_threads, render_thread
-from codex_pipeline.ids import make_chunk_id, make_doc_id
-from codex_pipeline.registry import get_dataset
-from codex_pipeline.rows import ChunkDraft
-from codex_pipeline.sources.email import load_email_day
-from codex_pipeline.sources.mbox import EmailMessage
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.sources.email.threads import build_threads, render_thread
+from codex_pipeline.core.ids import make_chunk_id, make_doc_id
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.sources.email.reader import load_email_day
+from codex_pipeline.sources.email.mbox import EmailMessage
+from codex_pipeline.core.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "email_threads"

@@ -8,13 +8,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codex_pipeline.chunkers.events import EVENT_WINDOW_OVERLAP, EVENT_WINDOW_TOKENS, chunk_event
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.ids import make_doc_id
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import make_doc_id
 from codex_pipeline.sources.events import DATASET, load_events_day, render_event
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.core.tokens import count_tokens
 
-from ..conftest import FIXTURES
-from .test_record_view import SAMPLE, assert_chunk_properties, assert_order_independent, chunk_docs
+from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.chunkers.test_record_view import (
+    SAMPLE,
+    assert_chunk_properties,
+    assert_order_independent,
+    chunk_docs,
+)
 
 
 def event_doc(rec: dict) -> SourceDocument:

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline import pipeline
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.chunkers.markdown import MarkdownChunker, chunk_markdown, clean_title, parse_structure
-from codex_pipeline.contract import MAX_CHUNK_TOKENS, ChunkType
-from codex_pipeline.contract_check import validate_chunks
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.registry import get_dataset
-from codex_pipeline.rows import ChunkDraft
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.sources.markdown import load_docs_day, split_front_matter
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.core.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "docs"

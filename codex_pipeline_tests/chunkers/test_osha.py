@@ -6,13 +6,18 @@ import copy
 from pathlib import Path
 
 from codex_pipeline.chunkers.osha import chunk_osha_case
-from codex_pipeline.contract import MAX_CHUNK_TOKENS
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.ids import make_chunk_id, make_doc_id
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import make_chunk_id, make_doc_id
 from codex_pipeline.sources.osha import DATASET, load_osha_day, render_case
 
-from ..conftest import FIXTURES
-from .test_record_view import SAMPLE, assert_chunk_properties, assert_order_independent, chunk_docs
+from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.chunkers.test_record_view import (
+    SAMPLE,
+    assert_chunk_properties,
+    assert_order_independent,
+    chunk_docs,
+)
 
 SMALL = {
     "inspection_id": "1700001",

@@ -9,14 +9,19 @@ from pathlib import Path
 import pytest
 
 from codex_pipeline.chunkers.permits import chunk_permit
-from codex_pipeline.contract import MAX_CHUNK_TOKENS
-from codex_pipeline.contract_check import validate_chunks
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.ids import make_chunk_id, make_doc_id
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import make_chunk_id, make_doc_id
 from codex_pipeline.sources.permits import DATASET, load_permits_day, render_permit
 
-from ..conftest import FIXTURES
-from .test_record_view import SAMPLE, assert_chunk_properties, assert_order_independent, chunk_docs
+from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.chunkers.test_record_view import (
+    SAMPLE,
+    assert_chunk_properties,
+    assert_order_independent,
+    chunk_docs,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CALGARY = (REPO / ".." / "shared" / "corpora" / "permits" / "calgary_building_permits.csv").resolve()

@@ -17,22 +17,17 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline import pipeline
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.chunkers.record_view import chunk_record_view, section_drafts
-from codex_pipeline.contract import MAX_CHUNK_TOKENS, ChunkType
-from codex_pipeline.contract_check import validate_chunks
-from codex_pipeline.documents import SourceDocument
-from codex_pipeline.registry import get_dataset
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.records import RawRecord
-from codex_pipeline.sources.structured import (
-    LEHD_FLOWS,
-    POI_INTELLIGENCE,
-    URBAN_SIGNAL_GRID,
-    build_documents,
-)
-from codex_pipeline.tokens import count_tokens
+from codex_pipeline.sources.structured import LEHD_FLOWS, POI_INTELLIGENCE, URBAN_SIGNAL_GRID, build_documents
+from codex_pipeline.core.tokens import count_tokens
 
-from ..conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 DAY = dt.date(2026, 11, 24)
 SAMPLE = Path(__file__).resolve().parents[2] / "codex_pipeline" / "sample_landing"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codex_pipeline.registry import get_dataset
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.ais import AIS_POSITIONS, MARINECADASTRE_COLUMNS, load_ais_day, position_id
 
-from ..conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "datasets" / "ais_positions.md"

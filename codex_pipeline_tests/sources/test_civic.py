@@ -19,7 +19,7 @@ from codex_pipeline.sources.civic import (
 )
 from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript
 
-from ..conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]

@@ -6,9 +6,15 @@ import datetime as dt
 import shutil
 from pathlib import Path
 
-from codex_pipeline.email_threads import build_threads, dedup_quotes, display_subject, normalize_subject, thread_id_for
-from codex_pipeline.sources.email import dedupe_messages, load_email_day
-from codex_pipeline.sources.mbox import parse_message, read_mbox, split_mbox
+from codex_pipeline.sources.email.threads import (
+    build_threads,
+    dedup_quotes,
+    display_subject,
+    normalize_subject,
+    thread_id_for,
+)
+from codex_pipeline.sources.email.reader import dedupe_messages, load_email_day
+from codex_pipeline.sources.email.mbox import parse_message, read_mbox, split_mbox
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "email_threads"

@@ -9,7 +9,7 @@ import pytest
 
 from codex_pipeline.sources.events import EVENT_RULES, load_events_day, render_event
 
-from ..conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "datasets" / "events_timeline.md"

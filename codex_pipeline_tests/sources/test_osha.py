@@ -11,7 +11,7 @@ import pytest
 from codex_pipeline.sources.osha import CASE_RULES, load_osha_day, render_case
 from codex_pipeline.sources.records import RawRecord
 
-from ..conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "datasets" / "osha_safety.md"

@@ -17,7 +17,7 @@ from codex_pipeline.sources.permits import (
 )
 from codex_pipeline.sources.records import RawRecord
 
-from ..conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "datasets" / "permit_signals.md"

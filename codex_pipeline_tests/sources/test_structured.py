@@ -19,7 +19,7 @@ from codex_pipeline.sources.structured import (
     load_urban_signal_grid_day,
 )
 
-from ..conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "datasets" / "structured_records.md"

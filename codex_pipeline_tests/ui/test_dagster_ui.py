@@ -28,9 +28,9 @@ from urllib.parse import quote
 import dagster as dg
 import pytest
 
-from codex_pipeline.registry import DATASETS
-from codex_pipeline.sample_data import install_sample_landing
-from codex_pipeline.storage import Warehouse
+from codex_pipeline.datasets.registry import DATASETS
+from codex_pipeline.datasets.sample_data import install_sample_landing
+from codex_pipeline.warehouse.storage import Warehouse
 
 pytestmark = pytest.mark.ui
 

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .storage import Warehouse
+from codex_pipeline.warehouse.storage import Warehouse
 
 __all__ = ["INPUT_COLUMNS", "LAST_PUBLISHED", "REDIRECT_SCHEMA", "compute_redirects", "update_redirects"]
 

@@ -39,7 +39,7 @@ def default_data_dir() -> Path:
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env).expanduser().resolve()
-    checkout = Path(__file__).resolve().parents[1]
+    checkout = Path(__file__).resolve().parents[2]
     base = checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
     return base / "data"
 

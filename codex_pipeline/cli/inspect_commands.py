@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .inspector import ChunkInspector, token_histogram_png
-from .navigation import ChunkCollection
-from .storage import SCHEMA, CatalogBusy, Warehouse, connect_catalog
+from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
+from codex_pipeline.explore.navigation import ChunkCollection
+from codex_pipeline.warehouse.storage import SCHEMA, CatalogBusy, Warehouse, connect_catalog
 
 __all__ = ["InspectError", "add_inspect_commands"]
 
@@ -202,7 +202,7 @@ def _view_for(con, wh: Warehouse, dataset: str) -> str:
     views = _chunk_views(con)
     if _DATASET.match(dataset) and dataset in views:
         return views[dataset]
-    from .registry import DATASETS  # only on this error path: it imports every chunker
+    from codex_pipeline.datasets.registry import DATASETS  # only on this error path: it imports every chunker
 
     known = {s.name: s for s in DATASETS}
     have = ", ".join(views) or "none yet"

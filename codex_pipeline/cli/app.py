@@ -8,10 +8,10 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .cli_inspect import add_inspect_commands
-from .registry import DATASETS
-from .sample_data import install_sample_landing, sample_days
-from .storage import Warehouse, connect_catalog
+from codex_pipeline.cli.inspect_commands import add_inspect_commands
+from codex_pipeline.datasets.registry import DATASETS
+from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 
 EXAMPLE_SQL = """\
 -- the seed's parent-child query: fetch a hit's parent chunk
@@ -54,7 +54,7 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
     """Materialize every asset for each day through Dagster, on the local instance."""
     import dagster as dg
 
-    from .defs import defs
+    from codex_pipeline.defs import defs
 
     if data_dir:
         os.environ["CODEX_DATA_DIR"] = data_dir
@@ -144,7 +144,7 @@ LIMIT ?"""
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Embed the query with the configured model and rank stored vectors by cosine."""
-    from .embeddings import make_embedder
+    from codex_pipeline.embeddings import make_embedder
 
     embedder = make_embedder(args.embedder)
     vector = embedder.embed([args.query]).vectors[0].tolist()

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .contract import MAX_CHUNK_TOKENS, ChunkType
-from .navigation import Chunk, ChunkCollection, clip
-from .stats import token_percentiles
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
+from codex_pipeline.explore.navigation import Chunk, ChunkCollection, clip
+from codex_pipeline.explore.stats import token_percentiles
 
 __all__ = [
     "ChunkInspector",

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, overload
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .ids import content_hash as sha256_text
+from codex_pipeline.core.ids import content_hash as sha256_text
 
 __all__ = ["Chunk", "ChunkCollection", "ChunkContext", "Neighbours", "preview"]
 
@@ -355,7 +355,7 @@ class ChunkCollection(Sequence[Chunk]):
         cls, warehouse: Any, dataset: str, *, partition: dt.date | str | None = None
     ) -> ChunkCollection:
         """From ``codex.<dataset>_chunks`` (and ``_redirects``) in a data dir's DuckDB catalog, read-only."""
-        from .storage import SCHEMA, Warehouse, connect_catalog
+        from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, connect_catalog
 
         wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
         con = connect_catalog(wh, read_only=True)
@@ -377,7 +377,7 @@ class ChunkCollection(Sequence[Chunk]):
         cls, warehouse: Any, dataset: str, *, partition: dt.date | str | None = None
     ) -> ChunkCollection:
         """Straight from a data dir's Parquet partitions (no DuckDB), e.g. inside an asset."""
-        from .storage import Warehouse
+        from codex_pipeline.warehouse.storage import Warehouse
 
         wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
         day = _as_date(partition)

@@ -10,25 +10,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .chunkers import Chunker
-from .chunkers.civic import chunk_civic
-from .chunkers.email import chunk_email_threads
-from .chunkers.events import chunk_event
-from .chunkers.markdown import chunk_markdown
-from .chunkers.narrative import chunk_narrative
-from .chunkers.osha import chunk_osha_case
-from .chunkers.permits import chunk_permit
-from .chunkers.record_view import chunk_record_view
-from .documents import LoadResult
-from .sources.ais import load_ais_day
-from .sources.civic import load_civic_day
-from .sources.email import load_email_day
-from .sources.events import load_events_day
-from .sources.markdown import load_docs_day
-from .sources.narrative import load_narrative_day
-from .sources.osha import load_osha_day
-from .sources.permits import load_permits_day
-from .sources.structured import load_lehd_flows_day, load_poi_intelligence_day, load_urban_signal_grid_day
+from codex_pipeline.chunkers import Chunker
+from codex_pipeline.chunkers.civic import chunk_civic
+from codex_pipeline.chunkers.email import chunk_email_threads
+from codex_pipeline.chunkers.events import chunk_event
+from codex_pipeline.chunkers.markdown import chunk_markdown
+from codex_pipeline.chunkers.narrative import chunk_narrative
+from codex_pipeline.chunkers.osha import chunk_osha_case
+from codex_pipeline.chunkers.permits import chunk_permit
+from codex_pipeline.chunkers.record_view import chunk_record_view
+from codex_pipeline.core.documents import LoadResult
+from codex_pipeline.sources.ais import load_ais_day
+from codex_pipeline.sources.civic import load_civic_day
+from codex_pipeline.sources.email.reader import load_email_day
+from codex_pipeline.sources.events import load_events_day
+from codex_pipeline.sources.markdown import load_docs_day
+from codex_pipeline.sources.narrative import load_narrative_day
+from codex_pipeline.sources.osha import load_osha_day
+from codex_pipeline.sources.permits import load_permits_day
+from codex_pipeline.sources.structured import (
+    load_lehd_flows_day,
+    load_poi_intelligence_day,
+    load_urban_signal_grid_day,
+)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .registry import DatasetSpec
-from .storage import Warehouse
+from codex_pipeline.datasets.registry import DatasetSpec
+from codex_pipeline.warehouse.storage import Warehouse
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .storage import Warehouse
+from codex_pipeline.warehouse.storage import Warehouse
 
 
 def sample_root() -> Path:
-    return Path(__file__).resolve().parent / "sample_landing"
+    return Path(__file__).resolve().parents[1] / "sample_landing"
 
 
 def sample_days() -> list[str]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..documents import LoadResult, Reject, SourceDocument
-from ..email_threads import build_threads, render_thread
-from ..ids import make_doc_id
-from .files import landing_files
-from .mbox import EmailMessage, read_eml, read_mbox
+from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.sources.email.threads import build_threads, render_thread
+from codex_pipeline.core.ids import make_doc_id
+from codex_pipeline.sources.files import landing_files
+from codex_pipeline.sources.email.mbox import EmailMessage, read_eml, read_mbox
 
 DATASET = "email_threads"
 READERS = {".mbox": read_mbox, ".mbx": read_mbox, ".eml": read_eml}

@@ -14,9 +14,9 @@ import pandas as pd
 import pandera.pandas as pa
 import pyarrow as pa_arrow
 
-from .contract import CHUNK_TYPES, MAX_CHUNK_TOKENS
-from .ids import CHUNK_ID_PATTERN, make_chunk_id
-from .tokens import count_tokens_batch
+from codex_pipeline.core.contract import CHUNK_TYPES, MAX_CHUNK_TOKENS
+from codex_pipeline.core.ids import CHUNK_ID_PATTERN, make_chunk_id
+from codex_pipeline.core.tokens import count_tokens_batch
 
 
 def _minted_ids(df: pd.DataFrame) -> pd.Series:

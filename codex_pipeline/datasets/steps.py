@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from .contract import RAW_SCHEMA, REJECT_SCHEMA
-from .documents import Reject, SourceDocument
-from .ids import content_hash
-from .registry import DatasetSpec
-from .rows import ChunkRun, RowBuffer
-from .tokens import encoded_ahead
+from codex_pipeline.core.contract import RAW_SCHEMA, REJECT_SCHEMA
+from codex_pipeline.core.documents import Reject, SourceDocument
+from codex_pipeline.core.ids import content_hash
+from codex_pipeline.datasets.registry import DatasetSpec
+from codex_pipeline.core.rows import ChunkRun, RowBuffer
+from codex_pipeline.core.tokens import encoded_ahead
 
 
 @dataclass

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .sources.mbox import EmailMessage
+from codex_pipeline.sources.email.mbox import EmailMessage
 
 UTC = dt.timezone.utc
 MIN_QUOTE_CHARS = 20  # shorter quoted runs ("> +1") stay verbatim: too ambiguous to attribute

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contract import MAX_CHUNK_TOKENS, TARGET_MAX_TOKENS
-from .tokens import TokenizedText
+from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, TARGET_MAX_TOKENS
+from codex_pipeline.core.tokens import TokenizedText
 
 WINDOW_TOKENS = 600
 WINDOW_OVERLAP = 50

@@ -12,8 +12,15 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from .embeddings import EmbedCounts, Embedder, EmbeddingCheckpoint, VectorLookup, embed_partition, input_hashes
-from .storage import Warehouse
+from codex_pipeline.embeddings import (
+    EmbedCounts,
+    Embedder,
+    EmbeddingCheckpoint,
+    VectorLookup,
+    embed_partition,
+    input_hashes,
+)
+from codex_pipeline.warehouse.storage import Warehouse
 
 EMBEDDINGS_TABLE = "embeddings"
 

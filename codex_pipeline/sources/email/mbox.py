@@ -23,8 +23,8 @@ from email.message import Message
 from email.policy import compat32
 from pathlib import Path
 
-from ..documents import Reject
-from .html_text import html_to_text
+from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.html_text import html_to_text
 
 # "From sender  Sat Apr  1 04:17:27 2017" (sender may be pipermail's "user at host")
 SEPARATOR = re.compile(

@@ -10,9 +10,9 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from .contract import CHUNK_SCHEMA, ChunkType
-from .documents import SourceDocument
-from .ids import content_hash, make_chunk_id, make_locator, revision8
+from codex_pipeline.core.contract import CHUNK_SCHEMA, ChunkType
+from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator, revision8
 
 
 @dataclass(slots=True)

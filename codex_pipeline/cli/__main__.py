@@ -1,0 +1,7 @@
+"""``python -m codex_pipeline.cli``."""
+
+import sys
+
+from codex_pipeline.cli.app import main
+
+sys.exit(main())

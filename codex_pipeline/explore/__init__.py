@@ -1,0 +1,3 @@
+"""Reading chunk tables back: collections with navigation, the inspector, summary
+statistics. Imports ``core`` and ``warehouse``.
+"""

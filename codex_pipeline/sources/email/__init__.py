@@ -1,0 +1,3 @@
+"""Email exports: mbox/pipermail and ``.eml`` parsing (``mbox``), reply threading and
+thread rendering (``threads``), and the landing reader (``reader``).
+"""
