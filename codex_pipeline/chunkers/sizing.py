@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
-from codex_pipeline.core.splitting import BOUNDARY_LEVELS, bounded_split, pack_units, trim
+from codex_pipeline.core.splitting import BOUNDARY_LEVELS, Span, bounded_split, pack_units, trim
 from codex_pipeline.core.tokens import TokenizedText, count_tokens
 
 Unit = Literal["tokens", "chars"]
@@ -54,13 +54,6 @@ class Budget:
         return self.size(chars, tokens) <= (self.max_size if limit is None else limit) and tokens <= self.cap
 
 
-@dataclass(frozen=True)
-class Piece:
-    start: int
-    end: int
-    tokens: int
-
-
 def _char_split(text: str, s: int, e: int, limit: int, level: int = 0) -> list[tuple[int, int]]:
     """Pieces of at most ``limit`` characters cut at the coarsest boundary that works."""
     s, e = trim(text, s, e)
@@ -82,7 +75,7 @@ def _char_split(text: str, s: int, e: int, limit: int, level: int = 0) -> list[t
     return pack_units(units, lambda a, b: b - a, limit, lambda us, ue: _char_split(text, us, ue, limit, level + 1))
 
 
-def split_range(text: str, start: int, end: int, budget: Budget, limit: int | None = None) -> list[Piece]:
+def split_range(text: str, start: int, end: int, budget: Budget, limit: int | None = None) -> list[Span]:
     """Cut ``text[start:end]`` into verbatim pieces within ``limit`` (default ``max_size``).
 
     Tokens: :func:`bounded_split` (paragraph → line → sentence → clause → word) on the
@@ -95,14 +88,14 @@ def split_range(text: str, start: int, end: int, budget: Budget, limit: int | No
     if budget.unit == "tokens":
         cap = min(limit, budget.cap)
         target = max(1, min(cap, int(cap * 0.92)))
-        return [Piece(start + p.start, start + p.end, p.tokens) for p in bounded_split(tt, 0, len(sub), cap, target)]
-    pieces: list[Piece] = []
+        return [Span(start + p.start, start + p.end, p.tokens) for p in bounded_split(tt, 0, len(sub), cap, target)]
+    pieces: list[Span] = []
     for s, e in _char_split(sub, 0, len(sub), max(1, limit)):
         n = tt.count(s, e)
         if n > budget.cap:
-            pieces.extend(Piece(start + p.start, start + p.end, p.tokens) for p in bounded_split(tt, s, e, budget.cap))
+            pieces.extend(Span(start + p.start, start + p.end, p.tokens) for p in bounded_split(tt, s, e, budget.cap))
         else:
-            pieces.append(Piece(start + s, start + e, n))
+            pieces.append(Span(start + s, start + e, n))
     return pieces
 
 

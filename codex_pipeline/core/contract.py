@@ -104,6 +104,7 @@ RAW_SCHEMA = pa.schema(
         pa.field("canonical_text", pa.large_string(), nullable=False),  # offsets point here
         pa.field("payload", pa.large_string(), nullable=True),  # validated record as JSON
         pa.field("xpaths", pa.string(), nullable=True),  # JSON [[offset, xpath], …] for HTML
+        pa.field("blocks", pa.large_string(), nullable=True),  # JSON [[kind, start, end, key, meta], …]
         pa.field("content_hash", pa.string(), nullable=False),
     ]
 )

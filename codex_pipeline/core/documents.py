@@ -1,9 +1,43 @@
-"""What sources hand to chunkers: documents with a canonical text, and rejects."""
+"""What sources hand to chunkers: documents with a canonical text and its parsed structure."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A labelled stretch ``text[start:end]`` of a document's canonical text, found by its reader.
+
+    Readers parse once and persist the structure beside the text (``raw.blocks``), so
+    a chunker cuts at these offsets instead of parsing the landing format again:
+    record parts (``envelope``, ``scope``, ``citation``), Markdown headings and fences,
+    transcript turns and inferred agenda items. ``key`` is stable inside the document
+    (a citation id, a heading level); ``meta`` holds whatever else the chunker needs.
+    """
+
+    kind: str
+    start: int
+    end: int
+    key: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+def blocks_to_json(blocks: Sequence[Block]) -> str | None:
+    """Compact JSON ``[[kind, start, end, key, meta], …]`` for the ``raw.blocks`` column."""
+    if not blocks:
+        return None
+    return json.dumps([[b.kind, b.start, b.end, b.key, dict(b.meta)] for b in blocks],
+                      ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def blocks_from_json(value: str | None) -> tuple[Block, ...]:
+    if not value:
+        return ()
+    return tuple(Block(kind, start, end, key, meta) for kind, start, end, key, meta in json.loads(value))
 
 
 @dataclass(frozen=True)
@@ -17,6 +51,13 @@ class SourceDocument:
     title: str | None = None
     payload: dict[str, Any] | None = None  # the validated raw record, for structured chunkers
     xpaths: tuple[tuple[int, str], ...] = ()  # (char offset, xpath) of HTML text runs
+    blocks: tuple[Block, ...] = ()  # the structure the reader parsed, in text order
+
+    def blocks_of(self, kind: str) -> list[Block]:
+        return [b for b in self.blocks if b.kind == kind]
+
+    def block(self, kind: str) -> Block | None:
+        return next((b for b in self.blocks if b.kind == kind), None)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Which materialized partitions were built with something other than today's versions.
 
-Reads only Parquet footers: each chunks (or quarantine) file carries the
-``chunking_version`` it was built with, each embeddings file its model and version.
+Reads only Parquet footers: each raw file carries the ``source_version`` its reader
+had, each chunks (or quarantine) file the ``chunking_version`` it was built with,
+each embeddings file its model and version.
 Partitions never materialized are not stale: schedules and backfills build them
 (a sensor that chased them would race those runs).
 """
@@ -20,7 +21,7 @@ from codex_pipeline.warehouse.storage import Warehouse
 class StalePartition:
     dataset: str
     day: dt.date
-    target: str  # "chunks" (re-chunk, then re-embed) or "embeddings" (re-embed only)
+    target: str  # "raw" (re-ingest, re-chunk, re-embed), "chunks" (re-chunk, re-embed) or "embeddings"
     reason: str
     run_key: str  # unique per (partition, what it must be brought up to)
 
@@ -36,7 +37,18 @@ def stale_partitions(
         chunks = wh.partitions(spec.name, "chunks")
         quarantined = {d: p for d, p in wh.partitions(spec.name, "quarantine").items() if d not in chunks}
         embeddings = wh.partitions(spec.name, "embeddings")
+        raw = wh.partitions(spec.name, "raw")
         for day, path in sorted({**chunks, **quarantined}.items()):
+            read_with = wh.stamp(raw[day]).get("source_version", "unknown") if day in raw else spec.source_version
+            if read_with != spec.source_version:
+                out.append(
+                    StalePartition(
+                        spec.name, day, "raw",
+                        f"source_version {read_with} -> {spec.source_version}",
+                        f"{spec.name}:{day}:source_version={spec.source_version}|chunking_version={spec.chunking_version}",
+                    )
+                )
+                continue
             built = wh.stamp(path).get("chunking_version", "unknown")
             if built != spec.chunking_version:
                 out.append(

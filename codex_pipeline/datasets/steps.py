@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from codex_pipeline.core.contract import RAW_SCHEMA, REJECT_SCHEMA
-from codex_pipeline.core.documents import Reject, SourceDocument
+from codex_pipeline.core.documents import Reject, SourceDocument, blocks_from_json, blocks_to_json
 from codex_pipeline.core.ids import content_hash
 from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.core.rows import ChunkRun, RowBuffer
@@ -68,6 +68,7 @@ def ingest(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], rej
                 if doc.payload is not None
                 else None,
                 "xpaths": json.dumps(doc.xpaths) if doc.xpaths else None,
+                "blocks": blocks_to_json(doc.blocks),
                 "content_hash": content_hash(doc.text),
             }
         )
@@ -87,6 +88,7 @@ def documents_from_raw(raw: pa.Table) -> list[SourceDocument]:
                 title=r["title"],
                 payload=json.loads(r["payload"]) if r["payload"] else None,
                 xpaths=tuple((o, x) for o, x in json.loads(r["xpaths"])) if r["xpaths"] else (),
+                blocks=blocks_from_json(r.get("blocks")),
             )
         )
     return docs

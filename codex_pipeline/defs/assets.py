@@ -62,7 +62,7 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
             context.log.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
         loaded = spec.load_day(landing)
         out = pipeline.ingest(spec, day, loaded.documents, loaded.rejects)
-        path = wh.write(out.table, spec.name, "raw", day)
+        path = wh.write(out.table, spec.name, "raw", day, stamp={"source_version": spec.source_version})
         wh.write(out.rejects, spec.name, "rejects", day, part="ingest")
         created = ensure_views(wh, [(spec.name, "raw"), (spec.name, "rejects")])
         if out.rejects.num_rows:

@@ -17,21 +17,24 @@ def build_version_sensor(
 ) -> dg.SensorDefinition:
     """Request the runs that bring every stale partition up to date.
 
-    A partition is stale when its chunks were built with another `chunking_version`
-    (re-chunk and re-embed), or its embeddings with another model/version (re-embed).
+    A partition is stale when its raw records were read with another `source_version`
+    (re-ingest, re-chunk, re-embed), its chunks were built with another
+    `chunking_version` (re-chunk and re-embed), or its embeddings with another
+    model/version (re-embed).
     At most ``max_runs_per_tick`` runs per
     tick; the cursor remembers what was requested so an in-flight partition is not
     asked for again, and run keys make Dagster drop any duplicate.
     """
     chunked = [s for s in specs if s.chunked]
-    targets = [dg.AssetKey([s.name, t]) for s in chunked for t in ("chunks", "embeddings")]
+    targets = [dg.AssetKey([s.name, t]) for s in chunked for t in ("raw", "chunks", "embeddings")]
+    steps = {"raw": ("raw", "chunks", "embeddings"), "chunks": ("chunks", "embeddings"), "embeddings": ("embeddings",)}
 
     @dg.sensor(
         name="codex_version_sensor",
         target=dg.AssetSelection.assets(*targets),
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Re-chunks and re-embeds partitions built with an older chunking_version or embedding model/version.",
+        description="Re-ingests, re-chunks and re-embeds partitions built with an older source_version, chunking_version or embedding model/version.",
     )
     def version_sensor(
         context: dg.SensorEvaluationContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings
@@ -46,7 +49,7 @@ def build_version_sensor(
             dg.RunRequest(
                 run_key=s.run_key,
                 partition_key=s.day.isoformat(),
-                asset_selection=[dg.AssetKey([s.dataset, t]) for t in (("chunks", "embeddings") if s.target == "chunks" else ("embeddings",))],
+                asset_selection=[dg.AssetKey([s.dataset, t]) for t in steps[s.target]],
                 tags={"codex/reason": s.reason, "codex/dataset": s.dataset, "codex/trigger": "version_sensor"},
             )
             for s in batch
