@@ -76,7 +76,7 @@ def test_reuse_costs_zero_requests(warehouse: Warehouse, server: LoopbackOpenAI)
     m = meta(run(warehouse, spec, settings(server)), spec)
     assert server.request_count == 0 and m["requests"] == 0 and m["reused"] == m["inputs"]
 
-    bumped = dataclasses.replace(spec, chunking_version="1.1")  # 2. new chunking_version, same text
+    bumped = dataclasses.replace(spec, chunker_revision="1.1")  # 2. new chunking_version, same text
     m = meta(run(warehouse, bumped, settings(server)), bumped)
     assert server.request_count == 0 and m["reused"] == m["inputs"]
 

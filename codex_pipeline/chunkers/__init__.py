@@ -7,7 +7,7 @@ only ``core``.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
@@ -16,4 +16,4 @@ from codex_pipeline.core.rows import ChunkDraft
 class Chunker(Protocol):
     """Cuts one document along its structure; must be deterministic and pure."""
 
-    def __call__(self, doc: SourceDocument) -> list[ChunkDraft]: ...
+    def __call__(self, doc: SourceDocument, limits: Any = ...) -> list[ChunkDraft]: ...

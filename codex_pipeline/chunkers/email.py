@@ -22,6 +22,7 @@ always holds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
@@ -36,6 +37,16 @@ DEFAULT_MAX_TOKENS = 512
 SEED_MAX_CHARS = 2048
 DEFAULT_OVERLAP_EMAILS = 2
 THREAD_SECTION = "thread"
+
+
+@dataclass(frozen=True)
+class EmailLimits:
+    """Window sizes: messages per window, the size budget (tokens, or the seed's characters), overlap."""
+
+    max_emails_per_chunk: int = DEFAULT_MAX_EMAILS
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    overlap_emails: int = DEFAULT_OVERLAP_EMAILS
+    max_chars: int | None = None  # set: the seed's character budget instead of tokens
 
 
 class EmailChunker:
@@ -244,5 +255,8 @@ class EmailChunker:
         return out
 
 
-chunk_email_threads = EmailChunker()
-"""The registry's email chunker: 10 messages, 512 tokens, 2 messages overlap, 1,500-token cap."""
+def chunk_email_threads(doc: SourceDocument, limits: EmailLimits = EmailLimits()) -> list[ChunkDraft]:
+    """The registry's email chunker (default: 10 messages, 512 tokens, 2 messages overlap, 1,500-token cap)."""
+    chunker = EmailChunker(limits.max_emails_per_chunk, limits.max_tokens, limits.overlap_emails,
+                           max_chars=limits.max_chars)
+    return chunker(doc)

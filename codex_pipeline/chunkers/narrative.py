@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from codex_pipeline.core.contract import ChunkType
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
@@ -9,9 +11,15 @@ from codex_pipeline.core.splitting import WINDOW_OVERLAP, WINDOW_TOKENS, token_w
 from codex_pipeline.core.tokens import TokenizedText
 
 
-def chunk_narrative(
-    doc: SourceDocument, window: int = WINDOW_TOKENS, overlap: int = WINDOW_OVERLAP
-) -> list[ChunkDraft]:
+@dataclass(frozen=True)
+class WindowLimits:
+    """The seed's token-window fallback: 600-token windows overlapping by 50."""
+
+    window_tokens: int = WINDOW_TOKENS
+    overlap_tokens: int = WINDOW_OVERLAP
+
+
+def chunk_narrative(doc: SourceDocument, limits: WindowLimits = WindowLimits()) -> list[ChunkDraft]:
     """``narrative_window`` chunks with ``section_id = window.{seq_index}``."""
     tt = TokenizedText(doc.text)
     return [
@@ -22,5 +30,5 @@ def chunk_narrative(
             spans=((span.start, span.end),),
             token_count=span.tokens,
         )
-        for i, span in enumerate(token_windows(tt, window, overlap))
+        for i, span in enumerate(token_windows(tt, limits.window_tokens, limits.overlap_tokens))
     ]

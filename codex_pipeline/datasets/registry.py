@@ -6,9 +6,14 @@ module; nothing in the Dagster layer names a dataset.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from codex_pipeline.chunkers import Chunker
 from codex_pipeline.chunkers.civic import chunk_civic
@@ -41,13 +46,27 @@ class DatasetSpec:
     description: str
     load_day: Callable[[Path], LoadResult]  # a landing day folder -> documents + rejects
     chunker: Chunker | None  # None: exported raw only, no `_chunks` table
-    chunking_version: str  # bump when the chunker's output changes
+    chunker_revision: str  # bump when the chunker's code changes its output
+    limits: Any = None  # the chunker's size limits (a frozen dataclass), handed to it on every call
     source_version: str = "1"  # bump when the reader's output changes
     encodes_documents: bool = False  # the chunker encodes each document's whole text (see tokens.encoded_ahead)
 
     @property
     def chunked(self) -> bool:
         return self.chunker is not None
+
+    @property
+    def chunking_version(self) -> str:
+        """``{chunker_revision}+{fingerprint of limits}``: changing a limit is a new version by construction.
+
+        It is what Dagster's ``code_version``, the Parquet footer and the row column
+        carry, so the version sensor re-chunks every partition built with other limits.
+        """
+        if self.limits is None:
+            return self.chunker_revision
+        fields = {"class": type(self.limits).__name__, **dataclasses.asdict(self.limits)}
+        digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
+        return f"{self.chunker_revision}+{digest}"
 
 
 DATASETS: tuple[DatasetSpec, ...] = (
@@ -57,7 +76,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         load_day=load_narrative_day,
         chunker=chunk_narrative,
         encodes_documents=True,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="civic_intelligence",
@@ -65,7 +84,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "as agenda-item trees: agenda_item → speaker_turn / condition / contingency.",
         load_day=load_civic_day,
         chunker=chunk_civic,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="events_timeline",
@@ -73,7 +92,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "over 800 tokens become 800/50-token windows under the event header.",
         load_day=load_events_day,
         chunker=chunk_event,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="permit_signals",
@@ -81,7 +100,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "permit_scope_section and condition chunks.",
         load_day=load_permits_day,
         chunker=chunk_permit,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="osha_safety",
@@ -89,28 +108,28 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "osha_citation per citation.",
         load_day=load_osha_day,
         chunker=chunk_osha_case,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="urban_signal_grid",
         description="Daily urban signals per H3 grid cell (JSON Lines or CSV): one record_view chunk per record.",
         load_day=load_urban_signal_grid_day,
         chunker=chunk_record_view,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="lehd_flows",
         description="LEHD LODES origin-destination job flows (CSV or JSON Lines): one record_view chunk per flow.",
         load_day=load_lehd_flows_day,
         chunker=chunk_record_view,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="poi_intelligence",
         description="Points of interest with observed activity (JSON Lines): one record_view chunk per place.",
         load_day=load_poi_intelligence_day,
         chunker=chunk_record_view,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="ais_positions",
@@ -118,7 +137,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "never chunked (one row is one point-in-time record).",
         load_day=load_ais_day,
         chunker=None,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="docs",
@@ -127,7 +146,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         load_day=load_docs_day,
         chunker=chunk_markdown,
         encodes_documents=True,
-        chunking_version="1.0",
+        chunker_revision="1.0",
     ),
     DatasetSpec(
         name="email_threads",
@@ -135,7 +154,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "email_window children (10 messages / 512 tokens, 2 overlapping), quoted repeats referenced.",
         load_day=load_email_day,
         chunker=chunk_email_threads,
-        chunking_version="1.1",  # 1.1: threads without their root get their own id
+        chunker_revision="1.1",  # 1.1: threads without their root get their own id
         source_version="2",
     ),
     # -- end of DATASETS: add new entries above this line --

@@ -5,6 +5,7 @@ The only layer that imports Dagster; it may import every other layer but ``cli``
 
 import dagster as dg
 
+from codex_pipeline.embeddings import configured_kind
 from codex_pipeline.defs.assets import dataset_assets
 from codex_pipeline.defs.jobs import codex_all_job
 from codex_pipeline.defs.resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
@@ -19,6 +20,6 @@ defs = dg.Definitions(
     resources={
         "warehouse": CodexWarehouse(),
         "duckdb": CodexDuckDB(),
-        "embedding": EmbeddingSettings(kind=dg.EnvVar("CODEX_EMBEDDER").get_value("local") or "local"),
+        "embedding": EmbeddingSettings(kind=configured_kind()),
     },
 )

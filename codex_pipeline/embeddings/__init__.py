@@ -44,6 +44,11 @@ EMBEDDER_ENV = "CODEX_EMBEDDER"
 KINDS = ("local", "openai")
 
 
+def configured_kind() -> str:
+    """The embedder kind from ``$CODEX_EMBEDDER`` (default ``local``): the one place it is read."""
+    return (os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+
+
 def make_embedder(kind: str | None = None, **opts: Any) -> Embedder:
     """An embedder from configuration.
 
@@ -54,7 +59,7 @@ def make_embedder(kind: str | None = None, **opts: Any) -> Embedder:
     :class:`~.openai_client.OpenAIEmbedder`; for ``openai`` a ``retry`` given as a
     dict becomes a :class:`~.openai_client.RetryPolicy`.
     """
-    kind = (kind or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+    kind = kind.strip().lower() if kind else configured_kind()
     if kind == "local":
         from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 

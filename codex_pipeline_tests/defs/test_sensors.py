@@ -42,13 +42,13 @@ def test_up_to_date_partitions_request_nothing(built: Warehouse) -> None:
 
 
 def test_chunking_version_bump_rechunks_each_partition_once(built: Warehouse) -> None:
-    bumped = dataclasses.replace(get_dataset("narrative"), chunking_version="1.1")
+    bumped = dataclasses.replace(get_dataset("narrative"), chunker_revision="1.1")
     sensor = build_version_sensor([bumped], max_runs_per_tick=1)
     first = tick(sensor, built, spec=bumped)
     (run,) = first.run_requests
     assert run.partition_key == "2026-11-24"
-    assert run.run_key == "narrative:2026-11-24:chunking_version=1.1"
-    assert run.tags["codex/reason"] == "chunking_version 1.0 -> 1.1"
+    assert run.run_key == f"narrative:2026-11-24:chunking_version={bumped.chunking_version}"
+    assert run.tags["codex/reason"] == f"chunking_version {get_dataset('narrative').chunking_version} -> {bumped.chunking_version}"
     assert set(run.asset_selection) == {dg.AssetKey(["narrative", "chunks"]), dg.AssetKey(["narrative", "embeddings"])}
     second = tick(sensor, built, first.cursor, spec=bumped)  # bounded per tick: the next day now
     assert [r.partition_key for r in second.run_requests] == ["2026-11-25"]
