@@ -115,7 +115,7 @@ class RowBuffer:
         return n
 
     def to_table(self) -> pa.Table:
-        columns = list(zip(*self.rows)) if self.rows else [[] for _ in CHUNK_SCHEMA]
+        columns: list[tuple[Any, ...]] = list(zip(*self.rows)) if self.rows else [() for _ in CHUNK_SCHEMA]
         return pa.Table.from_arrays(
             [pa.array(col, type=f.type) for col, f in zip(columns, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA
         )

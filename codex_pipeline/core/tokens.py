@@ -109,7 +109,8 @@ _NEWLINE_END = 0x20  # last byte is b"\n" (pairs with _NONWS_START)
 
 def _boundary_ok(cur: np.ndarray, prev: np.ndarray) -> np.ndarray:
     """The safe-boundary rule on the flags of a token and of the one before it (arrays or scalars)."""
-    return (cur & (prev >> 4)) != 0
+    ok: np.ndarray = (cur & (prev >> 4)) != 0
+    return ok
 
 
 @dataclass(frozen=True)

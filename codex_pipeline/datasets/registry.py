@@ -17,10 +17,10 @@ from typing import Any
 
 from codex_pipeline.chunkers import Chunker
 from codex_pipeline.chunkers.civic import chunk_civic
-from codex_pipeline.chunkers.email import chunk_email_threads
+from codex_pipeline.chunkers.email import EmailLimits, chunk_email_threads
 from codex_pipeline.chunkers.events import chunk_event
 from codex_pipeline.chunkers.markdown import chunk_markdown
-from codex_pipeline.chunkers.narrative import chunk_narrative
+from codex_pipeline.chunkers.narrative import WindowLimits, chunk_narrative
 from codex_pipeline.chunkers.osha import chunk_osha_case
 from codex_pipeline.chunkers.permits import chunk_permit
 from codex_pipeline.chunkers.record_view import chunk_record_view
@@ -50,6 +50,7 @@ class DatasetSpec:
     limits: Any = None  # the chunker's size limits (a frozen dataclass), handed to it on every call
     source_version: str = "1"  # bump when the reader's output changes
     encodes_documents: bool = False  # the chunker encodes each document's whole text (see tokens.encoded_ahead)
+    snapshot: bool = False  # each landing day is a full export: a document absent from the newest one is deleted
 
     @property
     def chunked(self) -> bool:
@@ -75,6 +76,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         description="Unstructured text and scraped HTML pages, chunked by the 600/550 token-window fallback.",
         load_day=load_narrative_day,
         chunker=chunk_narrative,
+        limits=WindowLimits(window_tokens=600, overlap_tokens=50),
         encodes_documents=True,
         chunker_revision="1.0",
     ),
@@ -154,6 +156,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "email_window children (10 messages / 512 tokens, 2 overlapping), quoted repeats referenced.",
         load_day=load_email_day,
         chunker=chunk_email_threads,
+        limits=EmailLimits(max_emails_per_chunk=10, max_tokens=512, overlap_emails=2),
         chunker_revision="1.1",  # 1.1: threads without their root get their own id
         source_version="2",
     ),
