@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import functools
 import json
 import logging
 import os
@@ -293,7 +294,7 @@ class OpenAIEmbedder:
 
         if self.max_concurrency == 1 or len(batches) == 1:  # no thread hand-offs
             for b, (s, e) in enumerate(batches):
-                finished(s, e, lambda b=b, s=s, e=e: run(b, s, e))
+                finished(s, e, functools.partial(run, b, s, e))
                 if failure is not None:
                     break
         else:

@@ -360,7 +360,7 @@ def embed_partition(
     counts = EmbedCounts(inputs=len(plan.hashes))
     fresh: dict[str, tuple[np.ndarray, int]] = {}
     if plan.missing:
-        first_row = {}
+        first_row: dict[str, int] = {}
         for row, h in enumerate(plan.hashes):
             first_row.setdefault(h, row)
         missing_texts = [plan.texts[first_row[h]] for h in plan.missing]
