@@ -1,11 +1,19 @@
-"""civic_intelligence structural chunking vs a bare tiktoken encode, side by side (target <= 1.3x).
+"""civic_intelligence on the council transcripts: reader, raw round trip and chunk step vs a bare encode.
 
-Chunks the diarized council transcripts (``*.txt`` in the corpus folder) into full
-contract rows through ``codex_pipeline.pipeline.chunk`` (parse, agenda-item inference,
-exact token counts, merges, ids, anchors, locators, Arrow table) and times it against
-``encode_ordinary`` of the same file texts in the same run, interleaved, median of N.
-Also prints how often the agenda-item heuristic fired per meeting and the chunk-size
-distribution per chunk type.
+Times, interleaved in one run (median of N), on the diarized council transcripts
+(``*.txt`` in the corpus folder):
+
+* ``encode_ordinary`` of the file texts (the baseline, target chunk step <= 1.3x);
+* the reader, ``load_civic_day``: read, parse the speaker blocks, infer the agenda
+  items and put both on the documents as blocks;
+* the raw round trip, ``ingest`` + ``documents_from_raw``: the blocks written to and
+  read back from the ``raw.blocks`` JSON column;
+* the chunk step, ``steps.chunk`` on the documents read back from raw (what the chunks
+  asset runs): cut at the blocks, exact token counts, merges, ids, anchors, locators,
+  Arrow table. It parses nothing.
+
+Also prints how often the agenda-item heuristic fired per meeting (from the blocks),
+the size of the blocks next to the text, and the chunk-size distribution per type.
 
     python bench/bench_civic.py [CORPUS_DIR] [--repeat N]
 
@@ -23,12 +31,12 @@ from pathlib import Path
 
 import tiktoken
 
+from codex_pipeline.core.documents import blocks_to_json
+from codex_pipeline.core.tokens import encoding
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.sources.civic import load_civic_day
-from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript
 from codex_pipeline.explore.stats import chunk_summary
-from codex_pipeline.core.tokens import encoding
+from codex_pipeline.sources.civic import load_civic_day
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO / ".." / "shared" / "corpora" / "council"
@@ -40,12 +48,12 @@ def bare_encode(enc: tiktoken.Encoding, texts: list[str]) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
     corpus = args.corpus.resolve()
-    loaded = load_civic_day(corpus)  # reading files is not timed: both sides start from the texts
+    loaded = load_civic_day(corpus)
     docs = [d for d in loaded.documents if d.source_file.endswith(".txt")]
     if not docs:
         sys.exit(f"no transcripts in {corpus}")
@@ -55,33 +63,52 @@ def main() -> None:
     texts = [d.text for d in docs]
     enc = encoding()
 
-    print("agenda-item heuristic (chair = who calls the meeting to order):")
+    print("agenda-item heuristic (chair = who calls the meeting to order), as the reader stored it:")
     for d in docs:
-        parsed = parse_transcript(d.text)
-        inf = infer_agenda_items(d.text, parsed.turns)
-        numbers = ",".join(str(i.number) for i in inf.items)
-        print(f"  {d.record_id}: {len(parsed.turns)} turns, chair {inf.chair!r} ({inf.chair_basis}), "
-              f"{inf.fired} announcement(s) fired, {inf.joined} joined the previous item -> "
-              f"{len(inf.items)} items [{numbers}]")
+        info = (d.payload or {})["transcript"]
+        items = d.blocks_of("agenda_item")
+        fired = sum(len(i.meta["announcements"]) for i in items)
+        joined = fired - sum(1 for i in items if i.meta["announcements"])
+        numbers = ",".join(i.key for i in items)
+        print(f"  {d.record_id}: {info['turns']} turns, chair {info['chair']!r} ({info['chair_basis']}), "
+              f"{fired} announcement(s) fired, {joined} joined the previous item -> {len(items)} items [{numbers}]")
+    block_chars = sum(len(blocks_to_json(d.blocks) or "") for d in docs)
+    text_chars = sum(map(len, texts))
+    print(f"blocks: {sum(len(d.blocks) for d in docs)} as {block_chars} chars of JSON "
+          f"({block_chars / text_chars:.0%} of the {text_chars} chars of text)")
 
-    out = pipeline.chunk(spec, DAY, docs)  # warm-up (imports, regex compilation)
+    def read() -> list:
+        return [d for d in load_civic_day(corpus).documents if d.source_file.endswith(".txt")]
+
+    def round_trip(ds: list) -> list:
+        return pipeline.documents_from_raw(pipeline.ingest(spec, DAY, ds, []).table)
+
+    from_raw = round_trip(docs)
+    out = pipeline.chunk(spec, DAY, from_raw)  # warm-up (imports, regex compilation)
     tokens = bare_encode(enc, texts)
-    base, codex = [], []
-    for _ in range(args.repeat):  # interleaved so both see the same machine state
+    times: dict[str, list[float]] = {"encode": [], "reader": [], "raw": [], "chunk": []}
+    for _ in range(args.repeat):  # interleaved so all see the same machine state
         t0 = time.perf_counter()
         bare_encode(enc, texts)
-        base.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        out = pipeline.chunk(spec, DAY, docs)
-        codex.append(time.perf_counter() - t0)
-    b, c = statistics.median(base), statistics.median(codex)
+        t1 = time.perf_counter()
+        fresh = read()
+        t2 = time.perf_counter()
+        from_raw = round_trip(fresh)
+        t3 = time.perf_counter()
+        out = pipeline.chunk(spec, DAY, from_raw)
+        t4 = time.perf_counter()
+        for k, v in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            times[k].append(v)
+    m = {k: statistics.median(v) for k, v in times.items()}
     mb = sum(len(t.encode()) for t in texts) / 1e6
     summary = chunk_summary(out.table)
     print(f"corpus: {len(docs)} transcripts, {mb:.2f} MB, {tokens} tokens -> {out.table.num_rows} contract rows "
           f"{summary['chunks_by_type']}")
-    print(f"bare tiktoken encode_ordinary:   {b * 1000:8.1f} ms (median of {args.repeat})")
-    print(f"codex civic chunks, full rows:   {c * 1000:8.1f} ms")
-    print(f"ratio codex / encode_ordinary:   {c / b:.3f}  (target <= 1.30)")
+    print(f"bare tiktoken encode_ordinary:   {m['encode'] * 1000:8.1f} ms (median of {args.repeat})")
+    print(f"reader (parse, infer, blocks):   {m['reader'] * 1000:8.1f} ms (file reads included)")
+    print(f"raw round trip (blocks JSON):    {m['raw'] * 1000:8.1f} ms")
+    print(f"chunk step, full rows:           {m['chunk'] * 1000:8.1f} ms")
+    print(f"ratio chunk step / encode:       {m['chunk'] / m['encode']:.3f}  (target <= 1.30)")
     print("tokens per chunk (p50 / p95 / max):")
     for t, p in summary["tokens_by_type"].items():
         print(f"  {t:14s} {p['p50']:6d} {p['p95']:6d} {p['max']:6d}")

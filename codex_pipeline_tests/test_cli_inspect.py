@@ -14,7 +14,6 @@ from codex_pipeline.core.ids import make_chunk_id
 from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
 from codex_pipeline.explore.navigation import ChunkCollection
 from codex_pipeline.warehouse.storage import Warehouse
-
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY1, DAY2 = "2026-11-24", "2026-11-25"
@@ -151,9 +150,11 @@ def test_relanded_document_latest_wins_and_date_picks_a_day(wh: Warehouse, capsy
     rc, out, err = run(wh, capsys, "chunk", window1)
     assert rc == 2 and out == ""
     assert err == (
-        f"codex inspect: {window1} is in {COUNCIL} only on 2026-11-24; its latest partition "
-        "2026-11-25 no longer has it: pass --date 2026-11-24\n"
+        f"codex inspect: {window1} is in {COUNCIL} only on 2026-11-24; its current version (landed "
+        "2026-11-25) no longer has it: pass --date 2026-11-24\n"
     )
+    rc, _, err = run(wh, capsys, "chunk", window1, "--history")  # the latest partition of every document: same
+    assert rc == 2 and "its latest partition 2026-11-25 no longer has it: pass --date 2026-11-24" in err
     rc, out, _ = run(wh, capsys, "neighbours", window1, "--date", DAY1, "--before", "1")
     assert rc == 0 and out.splitlines()[0] == f"document {COUNCIL} · chunk 2 of 2"
     assert out.splitlines()[2].startswith("  before #0 [narrative_window] window.0 ")

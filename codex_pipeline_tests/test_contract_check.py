@@ -1,19 +1,30 @@
-"""The pandera contract rejects each kind of bad row (one test per rule)."""
+"""The pandera contract rejects each kind of bad row (one test per rule), and its token recount is exact."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
+import random
+from collections.abc import Callable
+from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from codex_pipeline.core.contract import CHUNK_SCHEMA, SEED_FIELDS
-from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.contract import CHUNK_SCHEMA, MAX_CHUNK_TOKENS, SEED_FIELDS
+from codex_pipeline.core.contract_check import ContractReport, exact_token_counts, validate_chunks
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.ids import make_chunk_id
 from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
-from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.core.tokens import count_tokens, encoding
+from codex_pipeline.datasets import steps
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.sources.narrative import load_narrative_day
+from codex_pipeline_tests.conftest import FIXTURES
 
 DOC = SourceDocument("urn:aprs:narrative:d1", "d1", "Alpha beta gamma.\n\nDelta epsilon.", "d1.txt")
 
@@ -24,7 +35,7 @@ def good_rows() -> list[dict]:
         ChunkDraft("s.0", "narrative_window", t[:17], ((0, 17),), count_tokens(t[:17])),
         ChunkDraft("s.1", "narrative_window", t[19:], ((19, len(t)),), count_tokens(t[19:]), parent_section_id="s.0"),
     ]
-    buf = RowBuffer(ChunkRun("narrative", dt.date(2026, 11, 24), "1.0", dt.datetime(2026, 11, 24, tzinfo=dt.timezone.utc)))
+    buf = RowBuffer(ChunkRun("narrative", dt.date(2026, 11, 24), "1.0", dt.datetime(2026, 11, 24, tzinfo=dt.UTC)))
     buf.add_document(DOC, drafts)
     return buf.to_table().to_pylist()
 
@@ -117,3 +128,186 @@ def test_unknown_chunk_type() -> None:
     rows = good_rows()
     rows[0]["chunk_type"] = "paragraph"
     assert "isin" in " ".join(check(rows))
+
+
+# -- one corrupted row in a real partition: each rule still catches it -----------------
+
+SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
+NARRATIVE_DAY = dt.date(2026, 11, 24)
+
+
+@pytest.fixture(scope="module")
+def partition() -> tuple[list[dict], dict[str, str]]:
+    """The narrative sample day chunked by the real step: rows and the canonical texts."""
+    docs = load_narrative_day(SAMPLE / "narrative" / NARRATIVE_DAY.isoformat()).documents
+    table = steps.chunk(get_dataset("narrative"), NARRATIVE_DAY, docs).table
+    assert table.num_rows >= 8 and len(docs) >= 3
+    return table.to_pylist(), {d.doc_id: d.text for d in docs}
+
+
+def _report(rows: list[dict], texts: dict[str, str]) -> ContractReport:
+    return validate_chunks(pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA), texts)
+
+
+def _middle(rows: list[dict]) -> int:
+    """A row that has a predecessor and a successor in its own document."""
+    for k in range(1, len(rows) - 1):
+        if rows[k - 1]["doc_id"] == rows[k]["doc_id"] == rows[k + 1]["doc_id"]:
+            return k
+    raise AssertionError("no document with three windows")
+
+
+def _span(row: dict) -> tuple[int, int]:
+    start, end = json.loads(row["evidence_anchor"])["char_span"]
+    return start, end
+
+
+def _split_count(text: str) -> int:
+    """A count a buggy chunker could report: two halves cut inside a word, counted apart."""
+    for cut in range(len(text) // 2, len(text)):
+        if text[cut - 1].isalpha() and text[cut].isalpha():
+            wrong = count_tokens(text[:cut]) + count_tokens(text[cut:])
+            if wrong != count_tokens(text):
+                return wrong
+    raise AssertionError("no cut that changes the count")
+
+
+def _wrong_count(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    rows[k]["token_count"] -= 1
+
+
+def _halves_count(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    rows[k]["token_count"] = _split_count(rows[k]["chunk_text"])
+
+
+def _shifted_span(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    start, end = _span(rows[k])
+    rows[k]["evidence_anchor"] = json.dumps({"page": None, "char_span": [start + 1, end + 1]}, separators=(",", ":"))
+
+
+def _span_past_the_source(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    start, _ = _span(rows[k])
+    end = len(texts[rows[k]["doc_id"]]) + 1
+    rows[k]["evidence_anchor"] = json.dumps({"page": None, "char_span": [start, end]}, separators=(",", ":"))
+
+
+def _duplicate_id(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    rows[k]["chunk_id"], rows[k]["section_id"] = rows[k - 1]["chunk_id"], rows[k - 1]["section_id"]
+
+
+def _seq_gap(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    rows[k]["seq_index"] += 1
+
+
+def _dangling_parent(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    rows[k]["parent_chunk_id"] = make_chunk_id(rows[k]["doc_id"], "window.999")
+
+
+def _over_cap(rows: list[dict], k: int, texts: dict[str, str]) -> None:
+    """A verbatim slice of its source with exact count, length and anchor, but over 1,500 tokens."""
+    source = texts[rows[k]["doc_id"]]
+    end = next(n for n in range(100, len(source) + 1, 100) if count_tokens(source[:n]) > MAX_CHUNK_TOKENS)
+    text = source[:end]
+    rows[k].update(chunk_text=text, token_count=count_tokens(text), char_count=len(text),
+                   evidence_anchor=json.dumps({"page": None, "char_span": [0, end]}, separators=(",", ":")))
+
+
+@pytest.mark.parametrize(
+    "corrupt,check",
+    [
+        (_wrong_count, "token_count_exact_cl100k"),
+        (_halves_count, "token_count_exact_cl100k"),
+        (_shifted_span, "evidence_anchor_valid"),
+        (_span_past_the_source, "evidence_anchor_valid"),
+        (_duplicate_id, "field_uniqueness"),
+        (_seq_gap, "seq_index_dense_in_reading_order"),
+        (_dangling_parent, "parent_in_same_document"),
+        (_over_cap, "less_than_or_equal_to(1500)"),
+    ],
+    ids=["token-count-off-by-one", "token-count-of-halves", "char-span-shifted", "char-span-past-source",
+         "duplicate-chunk-id", "seq-index-gap", "dangling-parent", "over-cap"],
+)
+def test_one_corrupted_row_fails_exactly_its_rule(
+    partition: tuple[list[dict], dict[str, str]], corrupt: Callable[[list[dict], int, dict[str, str]], None], check: str
+) -> None:
+    rows, texts = copy.deepcopy(partition[0]), partition[1]
+    assert _report(rows, texts).passed
+    k = _middle(rows)
+    corrupt(rows, k, texts)
+    report = _report(rows, texts)
+    assert report.failed_checks == [check]
+    (failure,) = report.failures
+    assert rows[k]["chunk_id"] in failure["example_chunk_ids"]
+    assert report.rows == len(rows)
+
+
+def test_the_check_reads_chunked_and_sliced_tables(partition: tuple[list[dict], dict[str, str]]) -> None:
+    rows, texts = copy.deepcopy(partition[0]), partition[1]
+    table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
+    k = _middle(rows)
+    rows[k]["token_count"] += 1
+    bad = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
+    assert validate_chunks(pa.concat_tables([table.slice(0, 3), table.slice(3)]), texts).passed
+    second_doc = next(i for i, r in enumerate(rows) if r["doc_id"] != rows[0]["doc_id"])
+    assert validate_chunks(table.slice(second_doc), texts).passed  # Arrow arrays with a non-zero offset
+    report = validate_chunks(pa.concat_tables([bad.slice(0, k), bad.slice(k)]), texts)
+    assert report.failed_checks == ["token_count_exact_cl100k"]
+    assert report.failures[0]["example_chunk_ids"] == [rows[k]["chunk_id"]]
+    assert validate_chunks(table.slice(0, 0), texts).passed
+
+
+# -- exact_token_counts is encode_ordinary, text by text -------------------------------
+
+
+def _expected(texts: list[str | None]) -> list[int]:
+    return [len(encoding().encode_ordinary(t or "")) for t in texts]
+
+
+def _sample_texts() -> list[str]:
+    files = sorted(p for p in [*FIXTURES.rglob("*"), *SAMPLE.rglob("*")] if p.is_file())
+    return [p.read_text(encoding="utf-8", errors="replace") for p in files]
+
+
+def test_counts_equal_encode_ordinary_on_every_sample_file_and_its_slices() -> None:
+    texts = _sample_texts()
+    rng = random.Random(7)
+    slices = []
+    for t in texts:
+        for _ in range(20):
+            a = rng.randrange(len(t) + 1)
+            slices.append(t[a : a + rng.randrange(4000)])
+    assert len(texts) > 40
+    for batch in (texts, slices, texts + slices + texts):
+        assert exact_token_counts(pa.array(batch, pa.large_string())).tolist() == _expected(batch)
+
+
+_ALPHABET = [*"ab cé\n\n.,;:—日本 xyz123'\t#`sdSD-_()", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\u00a0",
+             "\u2028", "\u3000", "\u0301", "\u200b", "🙂", "'s", "'LL", " '", "<|endoftext|>"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_ALPHABET), max_size=120).map("".join), max_size=12))
+def test_counts_equal_encode_ordinary_on_random_text(texts: list[str]) -> None:
+    assert exact_token_counts(pa.array(texts, pa.large_string())).tolist() == _expected(texts)
+
+
+_WORDS = ["the", "The", "word", "don't", "x", "1999", "12:53", "é", "日本", "🙂", ".", "--", "'s", "<a>", "naïve", ""]
+_GAPS = [" ", " ", " ", "\n", "  ", "\n ", " \n", "\n\n", "\t", "\r\n", "\u00a0", " \n \n", ""]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_GAPS)), max_size=60), max_size=8))
+def test_counts_equal_encode_ordinary_on_repetitive_prose(docs: list[list[tuple[str, str]]]) -> None:
+    """Few distinct words in every kind of gap: every way two segments can meet in the one encode call."""
+    texts = ["".join(w + g for w, g in doc) for doc in docs]
+    assert exact_token_counts(pa.array(texts, pa.large_string())).tolist() == _expected(texts)
+
+
+def test_counts_take_any_string_column() -> None:
+    texts = ["Alpha beta.", None, "", "gamma  delta\n\nEpsilon", "Alpha beta."]
+    expected = _expected(texts)
+    assert exact_token_counts(pa.array(texts, pa.string())).tolist() == expected
+    assert exact_token_counts(pa.chunked_array([pa.array(texts[:2]), pa.array(texts[2:])])).tolist() == expected
+    assert exact_token_counts(pa.array(["skip", *texts], pa.large_string()).slice(1)).tolist() == expected
+    assert exact_token_counts(pd.Series(texts, dtype=object)).tolist() == expected
+    assert exact_token_counts(pa.array([], pa.large_string())).tolist() == []

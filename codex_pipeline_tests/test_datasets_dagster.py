@@ -15,10 +15,9 @@ import dagster as dg
 import pytest
 
 from codex_pipeline.datasets import steps as pipeline
-from codex_pipeline.defs.assets import assets_by_dataset
 from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.defs.assets import assets_by_dataset
 from codex_pipeline.warehouse.storage import connect_catalog
-
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"
@@ -42,9 +41,10 @@ def test_materialize_chunked_dataset(warehouse, dataset: str) -> None:
     result = materialize_dataset(warehouse, dataset, DAY)
     assert result.success
 
-    (check,) = result.get_asset_check_evaluations()
+    check, unique = result.get_asset_check_evaluations()
     assert check.check_name == "chunk_contract" and check.passed
     assert check.asset_key == dg.AssetKey([dataset, "chunks"])
+    assert unique.check_name == "current_chunk_ids_unique" and unique.passed
 
     # Parquet: exactly what the library makes of the same landing folder
     spec = get_dataset(dataset)
@@ -139,12 +139,13 @@ def test_sample_landing_days_materialize(warehouse, dataset: str) -> None:
         result = materialize_dataset(warehouse, dataset, day)
         assert result.success
         assert all(c.passed for c in result.get_asset_check_evaluations())
-        assert len(result.get_asset_check_evaluations()) == (1 if spec.chunked else 0)
+        assert len(result.get_asset_check_evaluations()) == (2 if spec.chunked else 0)
         total_rejects += len(spec.load_day(landing).rejects)
     con = connect_catalog(warehouse)
     try:
         (n_rejects,) = con.execute(f"SELECT count(*) FROM codex.{dataset}_rejects").fetchone()
-        (n_days,) = con.execute(f"SELECT count(DISTINCT partition_date) FROM codex.{dataset}_raw").fetchone()
+        raw = f"{dataset}_raw_history" if spec.chunked else f"{dataset}_raw"  # every landed day, not the current corpus
+        (n_days,) = con.execute(f"SELECT count(DISTINCT partition_date) FROM codex.{raw}").fetchone()
     finally:
         con.close()
     assert n_days == 3

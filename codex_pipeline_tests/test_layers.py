@@ -23,10 +23,11 @@ ALLOWED: dict[str, set[str]] = {
     "chunkers": {"core", "chunkers"},
     "warehouse": {"core", "warehouse"},
     "embeddings": {"core", "warehouse", "embeddings"},
-    "datasets": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets"},
+    "retrieval": {"core", "warehouse", "embeddings", "retrieval"},
+    "datasets": {"core", "sources", "chunkers", "warehouse", "embeddings", "retrieval", "datasets"},
     "explore": {"core", "warehouse", "explore"},
-    "cli": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "cli", "defs"},
-    "defs": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "defs"},
+    "cli": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "retrieval", "cli", "defs"},
+    "defs": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "retrieval", "defs"},
 }
 MAY_IMPORT_DAGSTER = {"defs", "cli"}
 ROOT_MODULES = {"__init__"}  # the package root holds only the version

@@ -8,13 +8,12 @@ import json
 import dagster as dg
 
 from codex_pipeline.core.contract import SEED_FIELDS
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
-from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
-from codex_pipeline.core.tokens import count_tokens
-
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"
@@ -26,8 +25,9 @@ def test_partition_lands_in_parquet_and_duckdb(warehouse: Warehouse) -> None:
     (landing / "nothing.html").write_text("<html><body><script>x()</script></body></html>")
     result = materialize_dataset(warehouse, "narrative", DAY)
     assert result.success
-    (evaluation,) = result.get_asset_check_evaluations()
+    evaluation, unique = result.get_asset_check_evaluations()
     assert evaluation.passed and evaluation.check_name == "chunk_contract"
+    assert unique.passed and unique.check_name == "current_chunk_ids_unique"
 
     day = dt.date.fromisoformat(DAY)
     chunks = warehouse.read("narrative", "chunks", day).to_pylist()
@@ -85,8 +85,9 @@ def test_contract_failure_blocks_and_quarantines(warehouse: Warehouse) -> None:
         resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": EmbeddingSettings()},
         raise_on_error=False,
     )
-    (evaluation,) = result.get_asset_check_evaluations()
+    evaluation, unique = result.get_asset_check_evaluations()
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
+    assert unique.passed and unique.metadata["current_rows"].value == 0  # nothing published, nothing current
     assert evaluation.metadata["failed_checks"].value == ["token_count_exact_cl100k"]
     day = dt.date.fromisoformat(DAY)
     assert not warehouse.partition_path("badset", "chunks", day).exists()

@@ -12,10 +12,10 @@ import pytest
 
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_doc_id
-from codex_pipeline.explore.navigation import Chunk, ChunkCollection
 from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
-from codex_pipeline.warehouse.storage import Warehouse, ensure_views
 from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.explore.navigation import Chunk, ChunkCollection
+from codex_pipeline.warehouse.storage import Warehouse, ensure_views
 
 DATASET = "manual"
 DAY1, DAY2 = dt.date(2026, 11, 24), dt.date(2026, 11, 25)
@@ -44,7 +44,7 @@ DOC_B_DAY2 = [  # re-landed a day later: first line revised, the shared line gon
 
 def build_table(day: dt.date, docs: dict[str, list[tuple]], dataset: str = DATASET) -> pa.Table:
     """Contract rows through the real RowBuffer: one line of the doc text per chunk."""
-    buf = RowBuffer(ChunkRun(dataset, day, "1.0", dt.datetime(2026, 11, 24, 6, tzinfo=dt.timezone.utc)))
+    buf = RowBuffer(ChunkRun(dataset, day, "1.0", dt.datetime(2026, 11, 24, 6, tzinfo=dt.UTC)))
     for record_id, parts in docs.items():
         text = "\n".join(p[2] for p in parts)
         doc = SourceDocument(make_doc_id(dataset, record_id), record_id, text, f"{record_id}.txt")
@@ -386,3 +386,30 @@ def test_resolve_follows_redirects(tmp_path: Path, day1: pa.Table) -> None:
     for loaded in (ChunkCollection.from_catalog(wh, DATASET), ChunkCollection.from_warehouse(wh, DATASET, partition=DAY1)):
         assert loaded.resolve(cid("a", "h2.s1")).section_id == "h9"
         assert loaded.resolve(cid("b", "w2")) is None
+
+
+def test_current_corpus_from_catalog_and_warehouse(tmp_path: Path, day1: pa.Table, day2: pa.Table) -> None:
+    """With a document index: the current corpus by default, the history and a day on request."""
+    from codex_pipeline.warehouse.current import update_index
+
+    def landed(table: pa.Table) -> pa.Table:
+        docs = sorted(set(table.column("doc_id").to_pylist()))
+        return pa.table({"doc_id": docs, "record_id": [d.rsplit(":", 1)[1] for d in docs], "source_file": docs})
+
+    wh = Warehouse(tmp_path / "data")
+    for day, table in ((DAY2, day2), (DAY1, day1)):  # landed out of order: day 2 stays current for b
+        wh.write(table, DATASET, "chunks", day)
+        update_index(wh, DATASET, day, landed=landed(table))
+    ensure_views(wh, [(DATASET, "chunks"), (DATASET, "redirects")])
+    latest = list(ChunkCollection.from_table(pa.concat_tables([day1, day2])))
+    for current in (ChunkCollection.from_catalog(wh, DATASET), ChunkCollection.from_warehouse(wh, DATASET)):
+        assert list(current) == latest and current.superseded == {doc("b"): (DAY1,)}
+
+    update_index(wh, DATASET, DAY2 + dt.timedelta(days=1), tombstones=pa.table({"record_id": ["a"], "source_file": ["_deleted.txt"]}))
+    ensure_views(wh, [(DATASET, "redirects")])
+    for current in (ChunkCollection.from_catalog(wh, DATASET), ChunkCollection.from_warehouse(wh, DATASET)):
+        assert current.documents == (doc("b"),) and sections(current) == ["w0", "w2"]
+        assert current.resolve(cid("a", "h1")) is None  # retracted: its ids redirect to nothing
+    for history in (ChunkCollection.from_catalog(wh, DATASET, history=True), ChunkCollection.from_warehouse(wh, DATASET, history=True)):
+        assert list(history) == latest  # every document ever landed, the retracted one too
+    assert list(ChunkCollection.from_catalog(wh, DATASET, partition=DAY1)) == list(ChunkCollection.from_table(day1))

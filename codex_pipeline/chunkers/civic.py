@@ -13,6 +13,10 @@
 ``n`` is the agenda item's own number (records) or its position in the meeting
 (transcripts); ``m`` and ``k`` are 1-based positions in the item's own lists, so ids
 depend only on the record, never on processing order.
+
+Everything is cut at the blocks the reader stored on the document (item headers,
+turns, conditions, contingencies; for transcripts the parsed turns and inferred
+agenda items): nothing here parses a record or a transcript.
 """
 
 from __future__ import annotations
@@ -22,17 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from codex_pipeline.chunkers.record_view import RecordLimits, blocks_needed
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
-from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.documents import Block, SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
-from codex_pipeline.sources.civic import render_record
-from codex_pipeline.sources.council_transcript import (
-    InferredItem,
-    Transcript,
-    Turn,
-    infer_agenda_items,
-    parse_transcript,
-)
 from codex_pipeline.core.splitting import bounded_split
 from codex_pipeline.core.tokens import TokenizedText, count_tokens_batch
 
@@ -47,6 +44,25 @@ SUMMARY_METHODS = {
     "opening": "the first turn, speaker labels and turn times",
     "whole_meeting": "speaker labels and turn times",
 }
+
+
+@dataclass(frozen=True)
+class CivicLimits(RecordLimits):
+    """The merge rule and the transcript item summary's sizes.
+
+    ``merge_below_tokens``: a turn group whose spoken text is under this takes the
+    speaker's next turn in the item; ``merge_separator`` joins merged texts;
+    ``announcement_chars``: longest excerpt of an announcing turn quoted in a summary;
+    ``short_announcement_words``: a shorter announcing turn is quoted with the next one;
+    ``summary_speakers``: speakers named in a summary. A turn over the cap is cut into
+    pieces of up to ``piece_target_tokens``.
+    """
+
+    merge_below_tokens: int = MERGE_BELOW_TOKENS
+    merge_separator: str = MERGE_SEPARATOR
+    announcement_chars: int = ANNOUNCEMENT_CHARS
+    short_announcement_words: int = SHORT_ANNOUNCEMENT_WORDS
+    summary_speakers: int = SUMMARY_SPEAKERS
 
 
 # ------------------------------------------------------------------ merging
@@ -102,11 +118,12 @@ def merge_turns(
     return groups
 
 
-def turn_drafts(text: str, item_sid: str, units: list[TurnUnit]) -> list[ChunkDraft]:
+def turn_drafts(text: str, item_sid: str, units: list[TurnUnit], limits: CivicLimits = CivicLimits()) -> list[ChunkDraft]:
     """``speaker_turn`` drafts of one item: merged groups composed, over-cap turns split."""
-    groups = merge_turns([u.speaker for u in units], [u.size for u in units], [u.tokens for u in units])
+    groups = merge_turns([u.speaker for u in units], [u.size for u in units], [u.tokens for u in units],
+                         limits.merge_below_tokens)
     composed = {
-        k: MERGE_SEPARATOR.join([text[units[i].span[0] : units[i].span[1]] for i in g])
+        k: limits.merge_separator.join([text[units[i].span[0] : units[i].span[1]] for i in g])
         for k, g in enumerate(groups)
         if len(g) > 1
     }
@@ -114,13 +131,13 @@ def turn_drafts(text: str, item_sid: str, units: list[TurnUnit]) -> list[ChunkDr
     out: list[ChunkDraft] = []
     for k, g in enumerate(groups):
         if len(g) == 1:
-            out.extend(_single_turn(text, item_sid, units[g[0]]))
+            out.extend(_single_turn(text, item_sid, units[g[0]], limits))
             continue
         members = [units[i] for i in g]
         n = composed_tokens[k]
         if n > MAX_CHUNK_TOKENS:  # separators pushed it over the cap (never seen): keep the turns apart
             for u in members:
-                out.extend(_single_turn(text, item_sid, u))
+                out.extend(_single_turn(text, item_sid, u, limits))
             continue
         first, last = members[0], members[-1]
         out.append(
@@ -138,7 +155,7 @@ def turn_drafts(text: str, item_sid: str, units: list[TurnUnit]) -> list[ChunkDr
     return out
 
 
-def _single_turn(text: str, item_sid: str, u: TurnUnit) -> list[ChunkDraft]:
+def _single_turn(text: str, item_sid: str, u: TurnUnit, limits: CivicLimits) -> list[ChunkDraft]:
     sid = f"{item_sid}.turn.{u.number}"
     meta = {"speaker": u.speaker, "turns": [u.number]}
     if u.tokens <= MAX_CHUNK_TOKENS:
@@ -147,7 +164,7 @@ def _single_turn(text: str, item_sid: str, u: TurnUnit) -> list[ChunkDraft]:
                            anchor_extra=_times(u.start, u.end), metadata=meta)]
     base = u.span[0]
     tt = TokenizedText(text[u.span[0] : u.span[1]])  # only this turn, and only when over the cap
-    pieces = bounded_split(tt)
+    pieces = bounded_split(tt, target_max=limits.piece_target_tokens)
     return [
         ChunkDraft(
             f"{sid}.part.{k}",
@@ -176,61 +193,92 @@ def _verbatim(text: str, sid: str, chunk_type: ChunkType, span: tuple[int, int],
 # ------------------------------------------------------------------ JSONL records
 
 
-def chunk_record(doc: SourceDocument) -> list[ChunkDraft]:
-    """Chunk tree of a validated meeting record; offsets index its rendered text."""
-    rec = doc.payload or {}
-    text, layout = render_record(rec)
-    if text != doc.text:
-        raise ValueError("canonical text differs from render_record(payload): re-materialize the raw partition")
-    spans: list[tuple[int, int]] = []
-    for item in layout:
-        spans.append(item.header)
-        for t in item.turns:
-            spans += [t.span, t.text_span]
-        spans += item.conditions
-        spans += [s for _, s in item.contingencies]
-    counts = iter(count_tokens_batch([text[s:e] for s, e in spans]))
+def chunk_record(doc: SourceDocument, limits: CivicLimits = CivicLimits()) -> list[ChunkDraft]:
+    """Chunk tree of a validated meeting record, cut at its blocks (see ``render_record``)."""
+    text = doc.text
     out: list[ChunkDraft] = []
-    for item, raw in zip(layout, rec["agenda_items"]):
-        sid = f"item.{item.number}"
-        out.append(_verbatim(text, sid, ChunkType.AGENDA_ITEM, item.header, next(counts), None,
-                             {"item": item.number, "title": raw["title"].strip()}))
-        units = []
-        for m, (t, raw_turn) in enumerate(zip(item.turns, raw.get("turns") or []), 1):
-            line_tokens, spoken_tokens = next(counts), next(counts)
-            units.append(TurnUnit(m, raw_turn["speaker"].strip(), t.span, spoken_tokens, line_tokens,
-                                  raw_turn.get("start"), raw_turn.get("end")))
-        out.extend(turn_drafts(text, sid, units))
-        for k, (span, raw_c) in enumerate(zip(item.conditions, raw.get("conditions") or []), 1):
-            meta = {"kind": raw_c["kind"], **({"tag": raw_c["tag"]} if raw_c.get("tag") else {})}
-            out.append(_verbatim(text, f"{sid}.condition.{k}", ChunkType.CONDITION, span, next(counts), sid, meta))
-        for (node_id, span), raw_n in zip(item.contingencies, raw.get("contingencies") or []):
-            meta = {"node": node_id, "depends_on": list(raw_n.get("depends_on") or [])}
-            out.append(_verbatim(text, f"{sid}.contingency.{node_id}", ChunkType.CONTINGENCY, span, next(counts),
-                                 sid, meta))
+    for head, *parts in _record_items(doc):
+        sid = f"item.{head.key}"
+        counts = count_tokens_batch([text[b.start : b.end] for b in (head, *parts)])
+        out.append(_verbatim(text, sid, ChunkType.AGENDA_ITEM, (head.start, head.end), counts[0], None,
+                             {"item": head.key, "title": head.meta["title"]}))
+        turns = [(b, n) for b, n in zip(parts, counts[1:]) if b.kind == "turn"]
+        spoken = count_tokens_batch([text[b.start + b.meta["text"] : b.end] for b, _ in turns])  # the merge rule's measure
+        units = [TurnUnit(m, b.key, (b.start, b.end), size, n, b.meta.get("start"), b.meta.get("end"))
+                 for m, ((b, n), size) in enumerate(zip(turns, spoken), 1)]
+        out.extend(turn_drafts(text, sid, units, limits))
+        for b, n in zip(parts, counts[1:]):
+            if b.kind == "condition":
+                out.append(_verbatim(text, f"{sid}.condition.{b.key}", ChunkType.CONDITION, (b.start, b.end), n, sid,
+                                     dict(b.meta)))
+        for b, n in zip(parts, counts[1:]):
+            if b.kind == "contingency":
+                meta = {"node": b.key, "depends_on": list(b.meta["depends_on"])}
+                out.append(_verbatim(text, f"{sid}.contingency.{b.key}", ChunkType.CONTINGENCY, (b.start, b.end), n,
+                                     sid, meta))
     return out
+
+
+_RECORD_PARTS = {"turn", "condition", "contingency"}
+
+
+def _record_items(doc: SourceDocument) -> list[list[Block]]:
+    """``[agenda_item block, its turn / condition / contingency blocks …]`` per item, in text order."""
+    blocks_needed(doc, "agenda_item")
+    items: list[list[Block]] = []
+    for b in doc.blocks:
+        if b.kind == "agenda_item":
+            items.append([b])
+        elif b.kind in _RECORD_PARTS and items:
+            items[-1].append(b)
+        else:
+            raise ValueError(f"{doc.doc_id}: unexpected civic record block {b.kind!r} at {b.start}")
+    return items
 
 
 # ------------------------------------------------------------------ transcripts
 
 
-def chunk_transcript(doc: SourceDocument) -> list[ChunkDraft]:
-    """Chunk tree of a diarized transcript; offsets index the file text."""
+@dataclass(slots=True)
+class _Turn:
+    """A transcript turn as the chunker reads it from its block."""
+
+    speaker: str
+    label_start: int  # the speaker label
+    text_start: int  # the spoken text: text[text_start:text_end]
+    text_end: int
+    start_pos: int  # the Start: / End: times as written
+    start: str
+    end_pos: int
+    end: str
+
+
+def _turns(doc: SourceDocument) -> list[_Turn]:
     text = doc.text
-    parsed = parse_transcript(text)
-    turns = parsed.turns
+    out = []
+    for b in blocks_needed(doc, "turn"):
+        s0, s1, e0, e1 = (b.start + x for x in b.meta["times"])  # offsets relative to the block
+        out.append(_Turn(b.key, b.start, b.start + b.meta["text"], b.end, s0, text[s0:s1], e0, text[e0:e1]))
+    return out
+
+
+def chunk_transcript(doc: SourceDocument, limits: CivicLimits = CivicLimits()) -> list[ChunkDraft]:
+    """Chunk tree of a diarized transcript: the reader's inferred items over its turns."""
+    text = doc.text
+    turns = _turns(doc)
+    items = blocks_needed(doc, "agenda_item")
     sizes = count_tokens_batch([text[t.text_start : t.text_end] for t in turns])
-    inference = infer_agenda_items(text, turns)
     out: list[ChunkDraft] = []
-    summaries = [_item_summary(text, parsed, item, inference.chair) for item in inference.items]
+    summaries = [_item_summary(text, turns, item, limits) for item in items]
     summary_tokens = count_tokens_batch([s[0] for s in summaries])
-    for item, (summary, spans, extra, kind), n in zip(inference.items, summaries, summary_tokens):
-        sid = f"item.{item.number}"
+    for item, (summary, spans, extra, kind), n in zip(items, summaries, summary_tokens):
+        sid = f"item.{item.key}"
+        first, last = item.meta["turns"]
         meta = {
-            "item": item.number,
+            "item": int(item.key),
             "inferred": True,
-            "announcement_patterns": list(item.patterns),
-            "chair": inference.chair,
+            "announcement_patterns": list(item.meta["patterns"]),
+            "chair": item.meta["chair"],
             "summary_kind": kind,
         }
         if n > MAX_CHUNK_TOKENS:  # cannot happen with the bounded excerpts; fail loudly, not silently
@@ -238,15 +286,14 @@ def chunk_transcript(doc: SourceDocument) -> list[ChunkDraft]:
         out.append(ChunkDraft(sid, ChunkType.AGENDA_ITEM, summary, spans, n, None, anchor_extra=extra, metadata=meta))
         units = [
             TurnUnit(m, t.speaker, (t.text_start, t.text_end), n_t, n_t, t.start, t.end)
-            for m, t, n_t in zip(range(1, item.last - item.first + 1), turns[item.first : item.last],
-                                 sizes[item.first : item.last])
+            for m, t, n_t in zip(range(1, last - first + 1), turns[first:last], sizes[first:last])
         ]
-        out.extend(turn_drafts(text, sid, units))
+        out.extend(turn_drafts(text, sid, units, limits))
     return out
 
 
 def _item_summary(
-    text: str, parsed: Transcript, item: InferredItem, chair: str | None
+    text: str, all_turns: list[_Turn], item: Block, limits: CivicLimits
 ) -> tuple[str, tuple[tuple[int, int], ...], dict[str, Any], str]:
     """A composed, LLM-free summary of an inferred item and the spans it quotes.
 
@@ -256,7 +303,11 @@ def _item_summary(
     listed as a span, so the anchor's ``char_span`` covers exactly the item's stretch
     of the file; the connecting words are the template's.
     """
-    turns = parsed.turns[item.first : item.last]
+    number = int(item.key)
+    first_i, last_i = item.meta["turns"]
+    announcements: list[int] = item.meta["announcements"]
+    chair = item.meta["chair"]
+    turns = all_turns[first_i:last_i]
     pieces: list[str] = []
     spans: list[tuple[int, int]] = []
 
@@ -264,34 +315,34 @@ def _item_summary(
         spans.append((s, e))
         return text[s:e]
 
-    kind = "announced" if item.announcements else "opening" if item.number == 0 else "whole_meeting"
-    if item.announcements:
-        pieces.append(f"Agenda item {item.number} (inferred: the chair, {chair}, announced it):")
+    kind = "announced" if announcements else "opening" if number == 0 else "whole_meeting"
+    if announcements:
+        pieces.append(f"Agenda item {number} (inferred: the chair, {chair}, announced it):")
         quoted: list[int] = []
-        for a in item.announcements:
+        for a in announcements:
             quoted.append(a)
-            t = parsed.turns[a]
-            if len(text[t.text_start : t.text_end].split()) < SHORT_ANNOUNCEMENT_WORDS and a + 1 < item.last:
+            t = all_turns[a]
+            if len(text[t.text_start : t.text_end].split()) < limits.short_announcement_words and a + 1 < last_i:
                 quoted.append(a + 1)  # diarization often cuts the announcing sentence in two
         for a in dict.fromkeys(quoted):
-            t = parsed.turns[a]
-            s, e = _excerpt(text, t.text_start, t.text_end)
+            t = all_turns[a]
+            s, e = _excerpt(text, t.text_start, t.text_end, limits.announcement_chars)
             pieces.append(f'"{quote(s, e)}{"…" if e < t.text_end else ""}"')
-    elif item.number == 0:
+    elif number == 0:
         t = turns[0]
-        s, e = _excerpt(text, t.text_start, t.text_end)
+        s, e = _excerpt(text, t.text_start, t.text_end, limits.announcement_chars)
         pieces.append("Opening of the meeting (inferred: the turns before the chair's first agenda announcement), "
                       f'beginning: "{quote(s, e)}{"…" if e < t.text_end else ""}"')
     else:
         pieces.append("Whole meeting as one agenda item (no chair announcement of an agenda item was detected).")
     counts = Counter(t.speaker for t in turns)
-    first_at: dict[str, Turn] = {}
-    for t in turns:
-        first_at.setdefault(t.speaker, t)
-    named = sorted(counts, key=lambda sp: (-counts[sp], first_at[sp].ordinal))[:SUMMARY_SPEAKERS]
+    first_at: dict[str, int] = {}  # speaker -> index of their first turn in the item
+    for i, t in enumerate(turns):
+        first_at.setdefault(t.speaker, i)
+    named = sorted(counts, key=lambda sp: (-counts[sp], first_at[sp]))[: limits.summary_speakers]
     who = []
     for sp in named:
-        s = first_at[sp].speaker_start
+        s = turns[first_at[sp]].label_start
         who.append(f"{quote(s, s + len(sp))} ({counts[sp]} turn{'s' if counts[sp] != 1 else ''})")
     others = len(counts) - len(named)
     pieces.append("Speakers: " + ", ".join(who) + (f", and {others} more" if others else "") + ".")
@@ -315,8 +366,8 @@ def _excerpt(text: str, s: int, e: int, limit: int = ANNOUNCEMENT_CHARS) -> tupl
 # ------------------------------------------------------------------ entry point
 
 
-def chunk_civic(doc: SourceDocument) -> list[ChunkDraft]:
+def chunk_civic(doc: SourceDocument, limits: CivicLimits = CivicLimits()) -> list[ChunkDraft]:
     """Dispatch on the landing format: transcripts carry ``payload["transcript"]``."""
     if doc.payload and "transcript" in doc.payload:
-        return chunk_transcript(doc)
-    return chunk_record(doc)
+        return chunk_transcript(doc, limits)
+    return chunk_record(doc, limits)

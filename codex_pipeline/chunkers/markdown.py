@@ -2,20 +2,22 @@
 
 Three stages, as the seed's MarkdownChunker, done on exact offsets:
 
-1. *Structure.* ATX (``## x``) and setext (``x`` over ``===``/``---``) headers of
-   levels 1–3 start sections; lines inside fenced code (```` ``` ````/``~~~``) are never
-   headers; front matter is outside every section. Each section knows its header path.
+1. *Structure.* The reader parsed the body (CommonMark, ``sources.markdown``) and stored
+   its blocks on the document: top-level headings, code blocks, tables, thematic breaks.
+   Headings of levels 1–3 start sections; each section knows its header path. Nothing
+   here parses Markdown: a document without those blocks (a raw partition written by an
+   older reader) is refused with a message saying to re-materialize raw.
 2. *Fuse.* Adjacent sections are fused while one side is under ``min_size`` and the
    result fits ``max_size``; a small section in front of one that must be split is
    carried into the split. The chunk keeps the header path of every fused section.
-3. *Split.* A unit over ``max_size`` is packed from blocks (paragraphs, fenced code,
-   tables) with about ``overlap`` repeated between pieces. Fences and tables are never
+3. *Split.* A unit over ``max_size`` is packed from blocks (paragraphs, code blocks,
+   tables) with about ``overlap`` repeated between pieces. Code and tables are never
    cut unless one alone exceeds the 1,500-token cap (a table split then repeats its
    header row, making that piece a composed chunk with two spans).
 
-Sizes default to tokens (256/512/32, the seed's 1024/2048/128 characters at the
-~4 characters per cl100k token measured on Markdown docs); ``unit="chars"`` restores
-the seed's character budget. The 1,500-token cap holds in both units.
+Sizes live in :class:`MarkdownLimits`: tokens by default (256/512/32, the seed's
+1024/2048/128 characters at the ~4 characters per cl100k token measured on Markdown
+docs); :data:`SEED_CHARS` is the seed's character budget. The 1,500-token cap holds in both.
 """
 
 from __future__ import annotations
@@ -25,46 +27,44 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from codex_pipeline.chunkers.sizing import Budget, Unit, overlap_start, split_range
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
-from codex_pipeline.sources.markdown import split_front_matter
 from codex_pipeline.core.tokens import TokenizedText, count_tokens, count_tokens_batch, encode_array
-from codex_pipeline.chunkers.sizing import Budget, Unit, overlap_start, split_range
 
-DEFAULT_MIN_TOKENS, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS = 256, 512, 32
-SEED_MIN_CHAR, SEED_MAX_CHAR, SEED_OVERLAP_CHARS = 1024, 2048, 128
 PREAMBLE_ID = "preamble"
+SECTION_LEVELS = 3  # headings of levels 1..3 start sections; deeper ones stay inside
 
-# One C-speed scan finds every line that can matter to structure. A fenced code block is
-# matched whole, opener to closer (same character, at least as long; or to the end of the
-# text when never closed), so nothing inside it is ever looked at again; then ATX header
-# lines, parsed whole (level = ``hashes``, raw ``title`` without the closing hashes); then
-# lines made only of setext / thematic-break / table-delimiter characters. List items,
-# table rows and prose never match; the leading lookahead rejects most lines at once.
-_BLOCK = re.compile(
-    r"\n(?=[ \t]*[`~#=|:*_\-])(?:"  # a cheap gate: every alternative starts so
-    r"(?P<fence>[ \t]*(?:(?P<bt>`{3,})[^`\n]*|(?P<tl>~{3,})[^\n]*)"
-    r"(?:(?:\n[^\n]*)*?\n[ \t]*(?:(?P=bt)`*|(?P=tl)~*)[ \t]*(?=\n|\Z)|(?:\n[^\n]*)*\Z))"
-    r"|(?P<atx> {0,3}(?P<hashes>#{1,6})(?:[ \t]+(?P<title>[^\n]*?))?(?:[ \t]+#+)?[ \t]*(?=\n|\Z))"
-    r"|(?P<other> {0,3}(?:=+|[|:\-][ \t|:\-]*|[*_][ \t*_]*)[ \t]*(?=\n|\Z))"
-    r")"
-)
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _AFTER_BLANK = re.compile(r"\n[ \t]*\n\s*(?<=\n)(?=\S)")  # the start of a line that follows a blank line
-_SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
-_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$")
-_DELIM = re.compile(r"(?=[^\n]*\|)(?=[^\n]*-)[ \t|:\-]+$")
-# A paragraph opening like this cannot be a setext heading's text.
-_NOT_PARAGRAPH = re.compile(r"^(?:[ \t]{4,}|\t|[ ]{0,3}(?:[-*+][ \t]|\d{1,9}[.)][ \t]|>|\||<))")
 _SLUG_DROP = re.compile(r"[^\w]+", re.U)
-_ATTR_LIST = re.compile(r"[ \t]*\{[^{}]*\}[ \t]*$")  # trailing {#anchor .class}
-_INLINE = [
-    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),  # links and images -> their text
-    (re.compile(r"`+([^`]*)`+"), r"\1"),
-    (re.compile(r"(\*{1,3}|_{1,3})(\S(?:.*?\S)?)\1"), r"\2"),
-    (re.compile(r"<[^>]+>"), ""),
-]
+
+
+@dataclass(frozen=True)
+class MarkdownLimits:
+    """The docs chunker's sizes, in ``unit`` (``"tokens"`` or the seed's ``"chars"``).
+
+    ``min_size``: a section under it is fused with a neighbour; ``max_size``: a unit over
+    it is split; ``overlap``: repeated between consecutive parts of a split; ``cap``: the
+    hard token limit of every chunk, whatever the unit.
+    """
+
+    min_size: int = 256
+    max_size: int = 512
+    overlap: int = 32
+    unit: Unit = "tokens"
+    cap: int = MAX_CHUNK_TOKENS
+
+    def __post_init__(self) -> None:
+        self.budget  # noqa: B018 - validates: Budget refuses inconsistent sizes
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(self.unit, self.max_size, self.overlap, self.min_size, self.cap)
+
+
+SEED_CHARS = MarkdownLimits(min_size=1024, max_size=2048, overlap=128, unit="chars")
+"""The seed's MarkdownChunker budget: ``min_char=1024, max_char=2048, chunk_overlap=128``."""
 
 
 class Header(NamedTuple):
@@ -90,7 +90,7 @@ class Section:
 class Atom(NamedTuple):
     start: int
     end: int
-    kind: str  # "text" | "code" (contains a fence) | "table"
+    kind: str  # "text" | "code" (contains a code block) | "table"
 
 
 @dataclass(frozen=True)
@@ -100,25 +100,13 @@ class Structure:
     content_start: int
     sections: list[Section]
     cuts: list[int]  # every position a chunk may start or end at, ascending
-    fences: list[tuple[int, int]]
+    code: list[tuple[int, int]]  # code blocks, fenced or indented
     tables: list[tuple[int, int]]
-    headers: list[Header]
+    headers: list[Header]  # every top-level heading, H1–H6
 
 
-_MARKUP = re.compile(r"[\[`*_<]")
-# A title needing any cleaning: markup, an attribute list, or whitespace other than single spaces inside.
-_NEEDS_CLEANING = re.compile(r"[\[`*_<{]|\s\s|[^\S ]|^\s|\s$")
-
-
-def clean_title(raw: str) -> str:
-    """Heading text without a trailing attribute list or inline markup."""
-    if not _NEEDS_CLEANING.search(raw):
-        return raw
-    t = _ATTR_LIST.sub("", raw).strip() if "{" in raw else raw.strip()
-    if _MARKUP.search(t):
-        for pat, rep in _INLINE:
-            t = pat.sub(rep, t)
-    return " ".join(t.split())
+class MissingStructure(ValueError):
+    """The document carries no parsed Markdown structure: its raw partition predates it."""
 
 
 def slug(title: str) -> str:
@@ -126,97 +114,49 @@ def slug(title: str) -> str:
     return s or "section"
 
 
-def parse_structure(text: str, body_start: int = 0) -> Structure:
-    """Headers, fences, tables and block cut positions of ``text[body_start:]``.
+def structure(doc: SourceDocument) -> Structure:
+    """Sections, cut positions, code blocks and tables from the blocks the reader stored.
 
-    One regex scan (``_BLOCK``) yields the only lines that can matter, fenced code as
-    whole blocks; Python looks at those alone. Paragraph cuts are found later, and
-    only inside the units that must be split (:func:`paragraph_cuts`).
+    Paragraph cuts are found later, and only inside the units that must be split
+    (:func:`paragraph_cuts`).
     """
+    text = doc.text
     n = len(text)
-    fences: list[tuple[int, int]] = []
+    body_start: int | None = None
+    code: list[tuple[int, int]] = []
     tables: list[tuple[int, int]] = []
     headers: list[Header] = []
     cuts: list[int] = []
-    if body_start > 0 and text[body_start - 1] == "\n":
-        scan, shift, from_ = text, 0, body_start - 1
-    else:  # a leading newline lets the first line match like any other
-        scan, shift, from_ = "\n" + text[body_start:], body_start - 1, 0
-    boundary = body_start  # start of the current paragraph, from block ends seen so far
-    table_end = -1
-    shift += 1
-    for m in _BLOCK.finditer(scan, from_):
-        kind = m.lastgroup  # the outermost group closes last: "fence", "atx" or "other"
-        a, end = m.span()
-        pos = a + shift  # the line's start in ``text``
-        if pos < table_end:
-            continue
-        end += shift  # just past the line's last char + 1 (its newline), capped at n
-        nxt = end if end < n else n
-        if kind == "fence":
-            fences.append((pos, nxt))
-            cuts.append(pos)
-            cuts.append(nxt)
-            boundary = nxt
-            continue
-        if kind == "atx":  # the scan parsed the heading whole
-            title = m.group("title")
-            headers.append(Header(pos, nxt, len(m.group("hashes")), clean_title(title) if title else ""))
-            cuts.append(pos)
-            boundary = nxt
-            continue
-        s = m.group("other").strip()
-        c = s[0]
-        para_start = _paragraph_start(text, boundary, pos)
-        if c in "=-" and _SETEXT.match(s):
-            para = text[para_start:pos]
-            if para_start < pos and para.strip() and not _NOT_PARAGRAPH.match(para):
-                title = clean_title(" ".join(x.strip() for x in para.splitlines()))
-                headers.append(Header(para_start, nxt, 1 if c == "=" else 2, title))
-                cuts.append(para_start)
-                boundary = nxt
-            elif c == "-" and len(s) >= 3:  # thematic break
-                cuts.append(pos)
-                boundary = nxt
-        elif c in "*_-" and _BREAK.match(s):
-            cuts.append(pos)
-            boundary = nxt
-        elif c in "|:-" and _DELIM.match(s):
-            hstart = text.rfind("\n", 0, max(pos - 1, 0)) + 1
-            header_row = text[hstart : max(pos - 1, hstart)]
-            if para_start <= hstart < pos and "|" in header_row and header_row.strip():
-                t_end = nxt
-                while t_end < n:
-                    nl = text.find("\n", t_end)
-                    row = text[t_end : n if nl < 0 else nl]
-                    if not row.strip() or "|" not in row:
-                        break
-                    t_end = n if nl < 0 else nl + 1
-                tables.append((hstart, t_end))
-                cuts.append(hstart)
-                cuts.append(t_end)
-                table_end = boundary = t_end
+    for b in doc.blocks:
+        kind = b.kind
+        if kind == "heading":
+            headers.append(Header(b.start, b.end, int(b.key), str(b.meta.get("title", ""))))
+            cuts.append(b.start)
+        elif kind == "code" or kind == "table":
+            (code if kind == "code" else tables).append((b.start, b.end))
+            cuts.append(b.start)
+            cuts.append(b.end)
+        elif kind == "hr":
+            cuts.append(b.start)
+        elif kind == "body":
+            body_start = b.start
+    if body_start is None:
+        raise MissingStructure(
+            f"{doc.record_id}: no Markdown structure in raw.blocks (read by an older docs reader); "
+            "re-materialize the docs raw partition (the source-version sensor queues that) and chunk again"
+        )
     content_start = _first_content_line(text, body_start)
-    sections = _sections(text, content_start, [h for h in headers if h.level <= 3])
+    sections = _sections(text, content_start, [h for h in headers if h.level <= SECTION_LEVELS])
     # cuts at line starts before a non-space (where no chunk begins with blank space) plus the forced ones
     ok = {c for c in cuts if content_start <= c < n and text[c - 1] == "\n" and not text[c].isspace()}
     ok.update(x.start for x in sections)
     ok.add(content_start)
     ok.add(n)
-    return Structure(content_start, sections, sorted(ok), fences, tables, headers)
-
-
-def _paragraph_start(text: str, boundary: int, pos: int) -> int:
-    """Start of the paragraph that ends at line ``pos``: after the last blank line, or ``boundary``."""
-    j = text.rfind("\n\n", boundary, pos)
-    start = boundary if j < 0 else j + 2
-    for bm in _BLANK_LINE.finditer(text, max(start - 1, boundary), pos):  # blank lines made of spaces
-        start = bm.end()
-    return min(_first_content_line(text, start), pos)  # leading blank lines are not the paragraph
+    return Structure(content_start, sections, sorted(ok), code, tables, headers)
 
 
 def paragraph_cuts(text: str, start: int, end: int, blocks: list[tuple[int, int]]) -> list[int]:
-    """Safe starts of lines that follow a blank line in ``[start, end)``, outside fences and tables."""
+    """Safe starts of lines that follow a blank line in ``[start, end)``, outside code blocks and tables."""
     out = []
     starts = [b[0] for b in blocks]
     for m in _AFTER_BLANK.finditer(text, max(start - 1, 0), end):
@@ -269,50 +209,21 @@ def _sections(text: str, content_start: int, headers: list[Header]) -> list[Sect
     return sections
 
 
-class MarkdownChunker:
-    """Header-path chunking of Markdown with fusing, overlap splits and the token cap.
+def chunk_markdown(doc: SourceDocument, limits: MarkdownLimits = MarkdownLimits()) -> list[ChunkDraft]:
+    """Header-path chunks of one Markdown document: fused, split with overlap, under the token cap."""
+    return _Chunker(limits.budget).chunk(doc)
 
-    ``MarkdownChunker()`` uses tokens (min 256, max 512, overlap 32);
-    ``MarkdownChunker(min_char=1024, max_char=2048, chunk_overlap=128)`` is the seed's
-    character budget. Either way no chunk exceeds ``MAX_CHUNK_TOKENS``.
-    """
 
-    def __init__(
-        self,
-        min_tokens: int = DEFAULT_MIN_TOKENS,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
-        *,
-        min_char: int | None = None,
-        max_char: int | None = None,
-        chunk_overlap: int | None = None,
-        cap: int = MAX_CHUNK_TOKENS,
-    ) -> None:
-        chars = (min_char, max_char, chunk_overlap)
-        if any(v is not None for v in chars):
-            unit: Unit = "chars"
-            self.budget = Budget(
-                "chars",
-                max_size=SEED_MAX_CHAR if max_char is None else max_char,
-                overlap=SEED_OVERLAP_CHARS if chunk_overlap is None else chunk_overlap,
-                min_size=SEED_MIN_CHAR if min_char is None else min_char,
-                cap=cap,
-            )
-        else:
-            unit = "tokens"
-            self.budget = Budget("tokens", max_tokens, overlap_tokens, min_tokens, cap)
-        self.unit = unit
+class _Chunker:
+    """The three stages for one budget; holds nothing between documents."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
 
     # -- entry point ----------------------------------------------------------------
-    def __call__(self, doc: SourceDocument) -> list[ChunkDraft]:
+    def chunk(self, doc: SourceDocument) -> list[ChunkDraft]:
         text = doc.text
-        payload = doc.payload or {}
-        body_start = payload.get("body_start")
-        front = payload.get("front_matter")
-        if body_start is None:
-            fm = split_front_matter(text)
-            body_start, front = fm.end, (fm.data or None)
-        st = parse_structure(text, int(body_start))
+        st = structure(doc)
         if not st.sections:
             return []
         ac = TokenizedText(text, encode_array(text))  # the one encoding of the document; every count derives from it
@@ -320,6 +231,7 @@ class MarkdownChunker:
         for s in st.sections:
             s.tokens = ac.count(s.start, s.end)
         base_meta: dict[str, Any] = {}
+        front = (doc.payload or {}).get("front_matter")
         if front:
             base_meta["front_matter"] = front
         drafts: list[ChunkDraft] = []
@@ -330,9 +242,6 @@ class MarkdownChunker:
     # -- stage 2: fuse ----------------------------------------------------------------
     def _fits(self, chars: int, tokens: int) -> bool:
         return self.budget.fits(chars, tokens)
-
-    def _small(self, chars: int, tokens: int) -> bool:
-        return self.budget.size(chars, tokens) < self.budget.min_size
 
     def _fuse(self, sections: list[Section], ac: TokenizedText) -> list[list[Section]]:
         b = self.budget
@@ -427,7 +336,7 @@ class MarkdownChunker:
     def _atoms(self, st: Structure, start: int, end: int, text: str) -> list[Atom]:
         i, j = bisect.bisect_left(st.cuts, start), bisect.bisect_left(st.cuts, end)
         # only the fences and tables that reach into [start, end] can matter here
-        fences = [f for f in st.fences if f[1] >= start and f[0] <= end]
+        fences = [f for f in st.code if f[1] >= start and f[0] <= end]
         tables = [t for t in st.tables if t[1] >= start and t[0] <= end]
         blocks = sorted(fences + tables)
         bounds = sorted(set(st.cuts[i : j + 1]).union(paragraph_cuts(text, start, end, blocks)))
@@ -463,7 +372,7 @@ class MarkdownChunker:
     ) -> list[tuple[tuple[tuple[int, int], ...], str, int]]:
         b = self.budget
         # only the fences / tables touching this unit can matter to its overlaps
-        forbidden = [r for r in st.fences if r[0] <= end and r[1] >= start]
+        forbidden = [r for r in st.code if r[0] <= end and r[1] >= start]
         forbidden += [r for r in st.tables if r[0] <= end and r[1] >= start]
         out: list[tuple[tuple[tuple[int, int], ...], str, int]] = []
 
@@ -589,6 +498,3 @@ class MarkdownChunker:
 def _overlaps(a: int, b: int, ranges: list[tuple[int, int]]) -> bool:
     return any(s < b and e > a for s, e in ranges)
 
-
-chunk_markdown = MarkdownChunker()
-"""The registry's docs chunker: token budget 256/512/32 and the 1,500-token cap."""

@@ -8,34 +8,41 @@
   ``condition_id`` (or 1-based position when the permit gives no ids), child of
   ``summary`` and never joined with a scope: conditions are cited on their own.
 
-Every chunk is a verbatim block of the canonical text, so chunks never overlap. A
-block over 1,500 tokens is cut by :func:`section_drafts` (``….part.{k}``).
+Every chunk is a verbatim block of the canonical text (the reader's ``envelope``,
+``scope`` and ``condition`` blocks), so chunks never overlap. A block over 1,500
+tokens is cut by :func:`section_drafts` (``….part.{k}``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from codex_pipeline.chunkers.record_view import RecordLimits, blocks_needed, section_drafts
 from codex_pipeline.core.contract import ChunkType
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
-from codex_pipeline.sources.permits import render_permit
-from codex_pipeline.chunkers.record_view import rendering_of, section_drafts
 
 SUMMARY_SECTION = "summary"
+_CHILDREN = {"scope": ("scope", ChunkType.PERMIT_SCOPE_SECTION), "condition": ("condition", ChunkType.CONDITION)}
 
 
-def chunk_permit(doc: SourceDocument) -> list[ChunkDraft]:
-    r = rendering_of(doc, render_permit)
-    env = r.parts[0]
-    meta = {"permit_number": doc.payload["permit_number"], "status": doc.payload["status"]}
+@dataclass(frozen=True)
+class PermitLimits(RecordLimits):
+    """Only the packing size of a block over the cap (:class:`RecordLimits`)."""
+
+
+def chunk_permit(doc: SourceDocument, limits: PermitLimits = PermitLimits()) -> list[ChunkDraft]:
+    env = blocks_needed(doc, "envelope")[0]
+    payload = doc.payload or {}
+    meta = {"permit_number": payload["permit_number"], "status": payload["status"]}
     drafts = section_drafts(doc.text, env.start, env.end, SUMMARY_SECTION, ChunkType.PERMIT_SUMMARY,
-                            root=True, metadata=meta)
-    for p in r.parts[1:]:
-        if p.kind == "scope":
-            drafts += section_drafts(doc.text, p.start, p.end, f"scope.{p.key}", ChunkType.PERMIT_SCOPE_SECTION,
-                                     parent=SUMMARY_SECTION, metadata=p.meta)
-        elif p.kind == "condition":
-            drafts += section_drafts(doc.text, p.start, p.end, f"condition.{p.key}", ChunkType.CONDITION,
-                                     parent=SUMMARY_SECTION, metadata=p.meta)
-        else:  # pragma: no cover - render_permit emits only these kinds
-            raise ValueError(f"unexpected permit block {p.kind!r}")
+                            root=True, metadata=meta, limits=limits)
+    for p in doc.blocks:
+        if p.kind == "envelope":
+            continue
+        if p.kind not in _CHILDREN:
+            raise ValueError(f"{doc.doc_id}: unexpected permit block {p.kind!r}")
+        prefix, chunk_type = _CHILDREN[p.kind]
+        drafts += section_drafts(doc.text, p.start, p.end, f"{prefix}.{p.key}", chunk_type,
+                                 parent=SUMMARY_SECTION, metadata=p.meta, limits=limits)
     return drafts

@@ -11,19 +11,8 @@ from collections.abc import Sequence
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
 from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
-
-EXAMPLE_SQL = """\
--- the seed's parent-child query: fetch a hit's parent chunk
-WITH hit AS (
-  SELECT chunk_id, doc_id, parent_chunk_id, chunk_text
-  FROM codex.{dataset}_chunks
-  WHERE chunk_id = '{hit}'
-)
-SELECT parent.chunk_id, left(parent.chunk_text, 120) AS parent_text
-FROM hit
-JOIN codex.{dataset}_chunks parent
-  ON parent.chunk_id = hit.parent_chunk_id"""
+from codex_pipeline.warehouse.queries import EXAMPLE_SQL, SEARCH_SQL, history_suffix
+from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, connect_catalog
 
 COUNTS_SQL = """\
 SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
@@ -102,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             + ") WHERE parent_chunk_id IS NOT NULL LIMIT 1"
         ).fetchall() if any(s.chunked and wh.has_files(s.name, "chunks") for s in DATASETS) else []
         if hit:
-            sql = EXAMPLE_SQL.format(dataset=hit[0][0], hit=hit[0][1])
+            sql = EXAMPLE_SQL.format(dataset=hit[0][0], hit=hit[0][1], suffix="")
             print(f"\nexample query on {wh.catalog_path}:\n{sql}")
             _print_rows(con, sql)
         else:
@@ -129,28 +118,30 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-SEARCH_SQL = """\
-SELECT round(list_cosine_similarity(e.vector, ?::FLOAT[])::DOUBLE, 4) AS score,
-       c.doc_id, c.section_id, c.chunk_type, c.partition_date,
-       left(regexp_replace(c.chunk_text, '\\s+', ' ', 'g'), 90) AS text
-FROM codex.{dataset}_embeddings e
-JOIN codex.{dataset}_chunks c USING (chunk_id, partition_date)
-WHERE e.embedding_model = ? AND e.embedding_version = ?
--- a document re-landed on several days: rank its latest version only
-QUALIFY row_number() OVER (PARTITION BY c.chunk_id ORDER BY c.partition_date DESC) = 1
-ORDER BY score DESC
-LIMIT ?"""
+def _has_view(con, name: str) -> bool:
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM duckdb_views() WHERE schema_name = ? AND view_name = ?", [SCHEMA, name]
+        ).fetchall()[0][0]
+    )
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """Embed the query with the configured model and rank stored vectors by cosine."""
+    """Embed the query with the configured model and rank stored vectors by cosine.
+
+    The current corpus by default (each document's latest landing, deleted documents
+    left out); ``--history`` ranks every stored version, each hit with its day.
+    """
     from codex_pipeline.embeddings import make_embedder
 
     embedder = make_embedder(args.embedder)
     vector = embedder.embed([args.query]).vectors[0].tolist()
     con = connect_catalog(Warehouse(args.data_dir), read_only=True)
     try:
-        _print_rows(con, SEARCH_SQL.format(dataset=args.dataset), [vector, embedder.model, embedder.version, args.k], records=True)
+        # a catalog whose dataset has no document index yet: its only views are the history
+        suffix = history_suffix(args.history and _has_view(con, f"{args.dataset}_embeddings{HISTORY_SUFFIX}"))
+        sql = SEARCH_SQL.format(dataset=args.dataset, suffix=suffix)
+        _print_rows(con, sql, [vector, embedder.model, embedder.version, args.k], records=True)
     finally:
         con.close()
     return 0
@@ -174,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("query")
     s.add_argument("-k", type=int, default=5)
     s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
+    s.add_argument("--history", action="store_true",
+                   help="rank every landed version (superseded and deleted documents too), not only the current corpus")
     s.set_defaults(func=cmd_search)
     add_inspect_commands(sub)
     return p

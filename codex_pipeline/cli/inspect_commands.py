@@ -2,15 +2,17 @@
 
 Registered on the `codex` parser by :func:`add_inspect_commands`; every command
 opens ``<data dir>/codex_catalog.duckdb`` read-only (it never blocks the pipeline's
-writers) and follows the navigation rule for re-landed documents: the latest
-partition of each document wins unless ``--date`` picks a day. A chunk id that vanished
-when its partition was re-chunked is followed through ``codex.<dataset>_redirects``.
+writers) and reads the current corpus (``codex.<dataset>_chunks``: each document's
+latest landing, retracted documents left out) unless ``--date`` picks a day as it
+landed or ``--history`` takes the latest partition of every document ever landed. A
+chunk id that vanished when its partition was re-chunked, or whose document was
+retracted, is followed through ``codex.<dataset>_redirects``.
 
-    codex inspect summary    --dataset NAME [--date D]
-    codex inspect chunk      CHUNK_ID [--dataset NAME] [--date D] [--max-chars N]
-    codex inspect neighbours CHUNK_ID [--before N] [--after N] [--dataset NAME] [--date D]
-    codex inspect sample     --dataset NAME [--doc DOC_ID] [--n N] [--seed S] [--date D]
-    codex inspect histogram  --dataset NAME --out FILE.png [--date D]
+    codex inspect summary    --dataset NAME [--date D | --history]
+    codex inspect chunk      CHUNK_ID [--dataset NAME] [--date D | --history] [--max-chars N]
+    codex inspect neighbours CHUNK_ID [--before N] [--after N] [--dataset NAME] [--date D | --history]
+    codex inspect sample     --dataset NAME [--doc DOC_ID] [--n N] [--seed S] [--date D | --history]
+    codex inspect histogram  --dataset NAME --out FILE.png [--date D | --history]
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import datetime as dt
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import duckdb
 
 from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
 from codex_pipeline.explore.navigation import ChunkCollection
-from codex_pipeline.warehouse.storage import SCHEMA, CatalogBusy, Warehouse, connect_catalog
+from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, CatalogBusy, Warehouse, connect_catalog
 
 __all__ = ["InspectError", "add_inspect_commands"]
 
@@ -42,8 +46,9 @@ def add_inspect_commands(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "inspect",
         help="look at chunk tables: summary, one chunk, its neighbours, a sample document, a token histogram",
-        description="Look at the chunk tables in the DuckDB catalog (opened read-only). A document landed on "
-        "several days shows its latest partition unless --date picks one.",
+        description="Look at the chunk tables in the DuckDB catalog (opened read-only): the current corpus (each "
+        "document's latest landing, retracted documents left out) unless --date picks a day or --history reads "
+        "every partition.",
     )
     sub = p.add_subparsers(dest="inspect_command", required=True, metavar="{summary,chunk,neighbours,sample,histogram}")
 
@@ -82,7 +87,11 @@ def add_inspect_commands(subparsers: Any) -> argparse.ArgumentParser:
 
 def _dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--dataset", required=required, default=None, help="dataset name, e.g. civic_intelligence")
-    p.add_argument("--date", type=_date, default=None, help="partition day YYYY-MM-DD (default: latest per document)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--date", type=_date, default=None,
+                      help="partition day YYYY-MM-DD, as it landed (default: the current corpus)")
+    when.add_argument("--history", action="store_true",
+                      help="the latest partition of every document ever landed, retracted ones included")
 
 
 def _date(value: str) -> dt.date:
@@ -119,14 +128,14 @@ def _run(args: argparse.Namespace, body) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     def body(con, wh):
-        return str(ChunkInspector(_load_dataset(con, wh, args.dataset, args.date)).summary())
+        return str(ChunkInspector(_load_dataset(con, wh, args.dataset, args.date, args.history)).summary())
 
     return _run(args, body)
 
 
 def cmd_chunk(args: argparse.Namespace) -> int:
     def body(con, wh):
-        col, chunk, note = _locate(con, wh, args.chunk_id, args.dataset, args.date)
+        col, chunk, note = _locate(con, wh, args.chunk_id, args.dataset, args.date, args.history)
         return ChunkInspector(col).read_chunk(chunk.chunk_id, max_chars=args.max_chars) + note
 
     return _run(args, body)
@@ -134,7 +143,7 @@ def cmd_chunk(args: argparse.Namespace) -> int:
 
 def cmd_neighbours(args: argparse.Namespace) -> int:
     def body(con, wh):
-        col, chunk, note = _locate(con, wh, args.chunk_id, args.dataset, args.date)
+        col, chunk, note = _locate(con, wh, args.chunk_id, args.dataset, args.date, args.history)
         return col.context(chunk, args.before, args.after).render(preview_chars=args.preview_chars) + note
 
     return _run(args, body)
@@ -144,7 +153,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     def body(con, wh):
         if args.n < 1:
             raise InspectError("--n must be at least 1")
-        col = _load_dataset(con, wh, args.dataset, args.date)
+        col = _load_dataset(con, wh, args.dataset, args.date, args.history)
         if args.doc is not None and args.doc not in col.documents:
             some = ", ".join(col.documents[:5]) + (", …" if len(col.documents) > 5 else "")
             raise InspectError(
@@ -158,7 +167,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_histogram(args: argparse.Namespace) -> int:
     def body(con, wh):
-        col = _load_dataset(con, wh, args.dataset, args.date)
+        col = _load_dataset(con, wh, args.dataset, args.date, args.history)
         png = token_histogram_png(col, title=f"{args.dataset}{_on(args.date)}")
         out: Path = args.out
         if out.parent and not out.parent.exists():
@@ -222,75 +231,142 @@ def _view_for(con, wh: Warehouse, dataset: str) -> str:
     )
 
 
-def _collection(con, view: str, **kwargs: Any) -> ChunkCollection:
+def _history_view(con, view: str) -> str:
+    """``codex.<dataset>_chunks_history`` beside a current view (the view itself in a catalog without one)."""
+    name = view.split(".", 1)[1] + HISTORY_SUFFIX
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE schema_name = ? AND view_name = ?", [SCHEMA, name]
+    ).fetchall()[0][0]
+    return f"{SCHEMA}.{name}" if found else view
+
+
+def _collection(con, dataset: str, **kwargs: Any) -> ChunkCollection:
     try:
-        return ChunkCollection.from_duckdb(con, view, **kwargs)
+        return ChunkCollection.from_connection(con, dataset, **kwargs)
     except ValueError as exc:  # e.g. duplicate chunk ids: a table that breaks the contract
-        raise InspectError(f"cannot read {view}: {exc}") from None
+        raise InspectError(f"cannot read codex.{dataset}_chunks: {exc}") from None
 
 
-def _load_dataset(con, wh: Warehouse, dataset: str, day: dt.date | None) -> ChunkCollection:
+def _load_dataset(con, wh: Warehouse, dataset: str, day: dt.date | None, history: bool = False) -> ChunkCollection:
     view = _view_for(con, wh, dataset)
-    col = _collection(con, view, partition=day)
+    col = _collection(con, dataset, partition=day, history=history)
     if len(col):
         return col
-    days = [d for (d,) in con.execute(f"SELECT DISTINCT partition_date FROM {view} ORDER BY 1").fetchall()]
+    days = [d for (d,) in con.execute(f"SELECT DISTINCT partition_date FROM {_history_view(con, view)} ORDER BY 1").fetchall()]
     if day is not None and days:
         raise InspectError(
             f"no chunks in {view} for {day.isoformat()}; partitions with chunks: "
             + ", ".join(d.isoformat() for d in days)
         )
+    if days and not history:
+        raise InspectError(f"{view} is empty: every document of {dataset} was retracted; pass --history to see them")
     raise InspectError(f"{view} has no chunks yet; {MATERIALIZE_HINT}")
 
 
-def _redirect(con, views: dict[str, str], chunk_id: str) -> tuple[str, str | None, str, dt.date, str] | None:
-    """Where ``codex.<dataset>_redirects`` sends a vanished id: (dataset, new id or None, match, day, version)."""
+class _Redirect(NamedTuple):
+    dataset: str
+    doc_id: str
+    new_chunk_id: str | None
+    match: str
+    day: dt.date
+    version: str
+
+
+def _redirect(con, views: dict[str, str], chunk_id: str) -> _Redirect | None:
+    """Where ``codex.<dataset>_redirects`` sends a vanished id (the newest row wins)."""
     have = {n for (n,) in con.execute("SELECT view_name FROM duckdb_views() WHERE schema_name = ?", [SCHEMA]).fetchall()}
     for ds in views:
         if f"{ds}_redirects" not in have:
             continue
         row = con.execute(
-            f"SELECT new_chunk_id, match, partition_date, new_chunking_version FROM {SCHEMA}.{ds}_redirects "
-            "WHERE old_chunk_id = ? ORDER BY partition_date DESC LIMIT 1",
+            f"SELECT doc_id, new_chunk_id, match, partition_date, new_chunking_version FROM {SCHEMA}.{ds}_redirects "
+            "WHERE old_chunk_id = ? ORDER BY partition_date DESC, match = 'deleted' DESC LIMIT 1",
             [chunk_id],
         ).fetchone()
         if row is not None:
-            return (ds, *row)
+            return _Redirect(ds, *row)
     return None
 
 
+def _retraction(con, dataset: str, doc_id: str) -> str:
+    """``on <day> by a tombstone`` for a retracted document, from ``codex.<dataset>_documents``."""
+    try:
+        row = con.execute(
+            f"SELECT deleted_on, deleted_by FROM {SCHEMA}.{dataset}_documents WHERE doc_id = ?", [doc_id]
+        ).fetchone()
+    except duckdb.Error:  # an older catalog without the view: say less
+        row = None
+    if row is None or row[0] is None:
+        return ""
+    how = "a tombstone (_deleted.txt / _deleted.jsonl)" if row[1] == "tombstone" else "its absence from a newer full snapshot"
+    return f" on {row[0].isoformat()} by {how}"
+
+
+def _find(con, views: dict[str, str], column: str, key: str) -> list[tuple[str, str, list[dt.date]]]:
+    """(dataset, doc_id, days) of every document whose rows in ``views`` have ``column = key``."""
+    union = " UNION ALL ".join(
+        f"SELECT '{ds}' AS dataset, doc_id, partition_date FROM {v} WHERE {column} = $key" for ds, v in views.items()
+    )
+    return con.execute(
+        f"SELECT dataset, doc_id, list(DISTINCT partition_date ORDER BY partition_date) FROM ({union}) "
+        "GROUP BY dataset, doc_id ORDER BY dataset, doc_id",
+        {"key": key},
+    ).fetchall()
+
+
 def _locate(
-    con, wh: Warehouse, key: str, dataset: str | None, day: dt.date | None, followed: tuple[str, ...] = ()
+    con,
+    wh: Warehouse,
+    key: str,
+    dataset: str | None,
+    day: dt.date | None,
+    history: bool = False,
+    followed: tuple[str, ...] = (),
 ) -> tuple[ChunkCollection, Any, str]:
     """Find a chunk by id or content hash across the chunk views; load its document.
 
-    ``followed``: the ids already redirected from, so stale redirect rows cannot loop.
+    The current views unless a day or the history is asked for; an id they lack is
+    looked up in the redirects (renamed, re-cut or retracted) and then in the history
+    (a section the document's current version no longer has). ``followed``: the ids
+    already redirected from, so stale redirect rows cannot loop.
     """
     views = {dataset: _view_for(con, wh, dataset)} if dataset else _chunk_views(con)
     if not views:
         raise InspectError(f"the catalog has no chunk tables yet; {MATERIALIZE_HINT}")
     column = "content_hash" if _SHA256.match(key) else "chunk_id"
-    union = " UNION ALL ".join(
-        f"SELECT '{ds}' AS dataset, doc_id, partition_date FROM {v} WHERE {column} = $key" for ds, v in views.items()
-    )
-    hits = con.execute(
-        f"SELECT dataset, doc_id, list(DISTINCT partition_date ORDER BY partition_date) FROM ({union}) "
-        "GROUP BY dataset, doc_id ORDER BY dataset, doc_id",
-        {"key": key},
-    ).fetchall()
+    current = day is None and not history
+    history_views = {ds: _history_view(con, v) for ds, v in views.items()}
+    hits = _find(con, views if current else history_views, column, key)
     if not hits and column == "chunk_id":
         moved = _redirect(con, views, key)
-        if moved is not None:  # a stored id whose section was renamed or re-cut: follow it
-            ds, new_id, match, day_, version = moved
-            if new_id is None:
+        if moved is not None and moved.match == "deleted" and current:
+            raise InspectError(
+                f"{key} was deleted from codex.{moved.dataset}_chunks: its document {moved.doc_id} was retracted"
+                f"{_retraction(con, moved.dataset, moved.doc_id)}; its last version landed on {moved.day.isoformat()} "
+                f"(pass --date {moved.day.isoformat()}, or land the document again to bring it back)"
+            )
+        if moved is not None and moved.match != "deleted":  # a stored id whose section was renamed or re-cut
+            if moved.new_chunk_id is None:
                 raise InspectError(
-                    f"{key} was removed from codex.{ds}_chunks when {day_.isoformat()} was re-chunked "
-                    f"(chunking_version {version}); no chunk holds its text now (see codex.{ds}_redirects)"
+                    f"{key} was removed from codex.{moved.dataset}_chunks when {moved.day.isoformat()} was re-chunked "
+                    f"(chunking_version {moved.version}); no chunk holds its text now (see codex.{moved.dataset}_redirects)"
                 )
-            if new_id in followed or new_id == key:
-                raise InspectError(f"the redirects of {followed[0] if followed else key} loop back to {new_id}")
-            col, chunk, note = _locate(con, wh, new_id, ds, day, (*followed, key))
-            return col, chunk, note + f"\n\n({key} now redirects here: match={match}, chunking_version {version})"
+            if moved.new_chunk_id in followed or moved.new_chunk_id == key:
+                raise InspectError(f"the redirects of {followed[0] if followed else key} loop back to {moved.new_chunk_id}")
+            col, chunk, note = _locate(con, wh, moved.new_chunk_id, moved.dataset, day, history, (*followed, key))
+            return col, chunk, note + (
+                f"\n\n({key} now redirects here: match={moved.match}, chunking_version {moved.version})"
+            )
+    if not hits and current:
+        old = _find(con, history_views, column, key)
+        if old:
+            ds, doc, days = old[0]
+            now = _current_day(con, ds, doc)
+            where = f"its current version (landed {now.isoformat()})" if now else "its current version"
+            raise InspectError(
+                f"{key} is in {doc} only on " + ", ".join(d.isoformat() for d in days)
+                + f"; {where} no longer has it: pass --date {days[-1].isoformat()}"
+            )
     if not hits:
         where = f"codex.{dataset}_chunks" if dataset else "any chunk view (" + ", ".join(views) + ")"
         hint = "" if key.startswith("urn:aprs:chunk:") or column == "content_hash" else (
@@ -302,9 +378,9 @@ def _locate(
         raise InspectError(
             f"{key} is in {doc} on " + ", ".join(d.isoformat() for d in days) + f", not on {day.isoformat()}"
         )
-    col = _collection(con, views[ds], partition=day, doc_ids=[doc])
+    col = _collection(con, ds, partition=day, history=history, doc_ids=[doc])
     chunk = col.get(key) if column == "chunk_id" else col.get_by_hash(key)
-    if chunk is None:  # the document was re-landed later without this chunk
+    if chunk is None:  # --history: the document's latest partition no longer has it
         latest = col.partitions[-1].isoformat() if col.partitions else "?"
         raise InspectError(
             f"{key} is in {doc} only on " + ", ".join(d.isoformat() for d in days)
@@ -316,3 +392,13 @@ def _locate(
             h[1] for h in hits[1:6]
         ) + (", …" if len(hits) > 6 else "") + ")"
     return col, chunk, note
+
+
+def _current_day(con, dataset: str, doc_id: str) -> dt.date | None:
+    try:
+        row = con.execute(
+            f"SELECT partition_date FROM {SCHEMA}.{dataset}_documents WHERE doc_id = ? AND deleted_on IS NULL", [doc_id]
+        ).fetchone()
+    except duckdb.Error:  # an older catalog without the view
+        return None
+    return row[0] if row else None

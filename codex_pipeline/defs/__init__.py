@@ -7,6 +7,7 @@ import dagster as dg
 
 from codex_pipeline.embeddings import configured_kind
 from codex_pipeline.defs.assets import dataset_assets
+from codex_pipeline.defs.executors import configured_executor
 from codex_pipeline.defs.jobs import codex_all_job
 from codex_pipeline.defs.resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.schedules import daily_schedule
@@ -17,6 +18,9 @@ defs = dg.Definitions(
     jobs=[codex_all_job],
     schedules=[daily_schedule],
     sensors=[version_sensor],
+    # None (the default) keeps Dagster's multiprocess executor; $CODEX_EXECUTOR=celery
+    # spreads the steps over Celery workers (deploy/, docs/deployment.md).
+    executor=configured_executor(),
     resources={
         "warehouse": CodexWarehouse(),
         "duckdb": CodexDuckDB(),

@@ -5,16 +5,26 @@ import warnings
 
 import dagster as dg
 
-from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.core.contract_check import validate_chunks
-from codex_pipeline.warehouse.redirects import LAST_PUBLISHED, update_redirects
-from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
-from codex_pipeline.explore.stats import chunk_summary, preview_markdown
+from codex_pipeline.core.documents import Reject
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.embed_step import embed_day
-from codex_pipeline.explore.inspector import token_histogram_markdown
-from codex_pipeline.warehouse.storage import ensure_views
+from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
 from codex_pipeline.defs.partitions import daily_partitions
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.explore.inspector import token_histogram_markdown
+from codex_pipeline.explore.stats import chunk_summary, preview_markdown
+from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
+from codex_pipeline.warehouse.current import (
+    IndexChange,
+    check_unique_chunk_ids,
+    ensure_index,
+    landed_from_raw,
+    tombstones_table,
+    update_index,
+)
+from codex_pipeline.warehouse.redirects import LAST_PUBLISHED, update_redirects
+from codex_pipeline.warehouse.storage import Warehouse, ensure_views
 
 # Backfill policies are beta in Dagster 1.13, and a job spanning assets with
 # different policies (codex_all, the version sensor's) runs per day and says so on
@@ -23,6 +33,7 @@ warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", categor
 warnings.filterwarnings("ignore", message=r"Asset job .* materializes assets with varying BackfillPolicies")
 
 CONTRACT_CHECK = "chunk_contract"
+UNIQUE_CHECK = "current_chunk_ids_unique"
 EMBEDDINGS_POOL = "embeddings"
 # raw and chunks write one independent file per day: one run per day parallelizes
 # across the run queue and retries a failed day alone.
@@ -60,25 +71,66 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         landing = wh.landing_dir(spec.name, day)
         if not landing.is_dir():
             context.log.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
-        loaded = spec.load_day(landing)
+        with without_tombstones(landing) as folder:  # _deleted.* files are never the reader's input
+            loaded = spec.load_day(folder)
+        marks = read_tombstones(landing, spec.name) if spec.chunked else _not_applied(landing, spec.name)
         out = pipeline.ingest(spec, day, loaded.documents, loaded.rejects)
         path = wh.write(out.table, spec.name, "raw", day, stamp={"source_version": spec.source_version})
         wh.write(out.rejects, spec.name, "rejects", day, part="ingest")
-        created = ensure_views(wh, [(spec.name, "raw"), (spec.name, "rejects")])
-        if out.rejects.num_rows:
-            context.log.warning(f"{out.rejects.num_rows} rejected input(s) in {landing}; see codex.{spec.name}_rejects")
+        change = None
+        if spec.chunked:
+            marks = marks.split_landed(set(out.table.column("record_id").to_pylist()))
+            accepted = tombstones_table(day, marks.tombstones)
+            _write_if_any(wh, accepted, spec.name, "tombstones", day)
+            ensure_index(wh, spec.name, spec.snapshot)
+            change = update_index(wh, spec.name, day, tombstones=accepted, snapshot=spec.snapshot)
+        _write_if_any(wh, pipeline.rejects_table(spec.name, day, marks.rejects), spec.name, "rejects", day, "tombstone")
+        created = ensure_views(
+            wh, [(spec.name, t) for t in ("raw", "rejects", "documents", "tombstones", "redirects")]
+        )
+        if out.rejects.num_rows or marks.rejects:
+            context.log.warning(
+                f"{out.rejects.num_rows + len(marks.rejects)} rejected input(s) in {landing}; see codex.{spec.name}_rejects"
+            )
         return dg.MaterializeResult(
             metadata={
                 "landing_dir": dg.MetadataValue.path(str(landing)),
                 "documents": out.documents,
                 "rejects": out.rejects.num_rows,
                 "rejects_preview": dg.MetadataValue.md(_rejects_preview(out.rejects)),
+                "tombstones": len(marks.tombstones),
+                "tombstone_rejects": len(marks.rejects),
+                **_current_metadata(change),
                 "path": dg.MetadataValue.path(str(path)),
                 "views_created": created,
             }
         )
 
     return raw
+
+
+def _not_applied(landing, dataset: str) -> Tombstones:
+    """A raw-only dataset has no current corpus: its tombstone files are rejected, not applied."""
+    rejects = [
+        Reject(name, f"{dataset} is a raw export (not chunked): it has no current corpus to retract "
+                        "records from, so this file was not applied", stage="tombstone")
+        for name in TOMBSTONE_FILES
+        if (landing / name).exists()
+    ]
+    return Tombstones([], rejects)
+
+
+def _write_if_any(wh: Warehouse, table, dataset: str, name: str, day: dt.date, part: str | None = None) -> None:
+    """A day's file of an often-empty table: written when it has rows, emptied (not removed) by a rerun.
+
+    Removing it could leave the table's view a glob that matches nothing, which DuckDB refuses.
+    """
+    if table.num_rows or wh.partition_path(dataset, name, day, part).exists():
+        wh.write(table, dataset, name, day, part=part)
+
+
+def _current_metadata(change: IndexChange | None) -> dict[str, int]:
+    return change.as_metadata() if change is not None else {}
 
 
 def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
@@ -103,13 +155,25 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 asset=chunks_key,
                 blocking=True,
                 description="pandera chunk contract: ids, exact cl100k counts, dense seq_index, parents, anchors, 1,500-token cap.",
-            )
+            ),
+            dg.AssetCheckSpec(
+                UNIQUE_CHECK,
+                asset=chunks_key,
+                blocking=False,
+                description=(
+                    f"Every chunk_id appears once in codex.{spec.name}_chunks (the current corpus: each document's "
+                    "latest landing, deleted documents left out), as users query it. A warning, not a block: a "
+                    "duplicate is already visible in the current view, and holding back this day's embeddings "
+                    "would not remove it."
+                ),
+            ),
         ],
     )
     def chunks(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> dg.MaterializeResult:
         wh = warehouse.get()
         day = _day(context)
-        docs = pipeline.documents_from_raw(wh.read(spec.name, "raw", day))
+        raw = wh.read(spec.name, "raw", day)
+        docs = pipeline.documents_from_raw(raw)
         out = pipeline.chunk(spec, day, docs)
         report = validate_chunks(out.table, {d.doc_id: d.text for d in docs})
         wh.write(out.rejects, spec.name, "rejects", day, part="chunk")
@@ -124,9 +188,18 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
             wh.move(spec.name, "chunks", LAST_PUBLISHED, day)
             path = wh.write(out.table, spec.name, "quarantine", day, stamp={"chunking_version": spec.chunking_version})
             context.log.error(f"chunk contract failed for {spec.name} {day}: {report.failed_checks}")
-        created = ensure_views(
-            wh, [(spec.name, "chunks"), (spec.name, "rejects"), (spec.name, "quarantine"), (spec.name, "redirects")]
+        # the day's documents become current only once its chunks are published
+        landed = landed_from_raw(raw)
+        change = update_index(
+            wh, spec.name, day, landed=landed if report.passed else landed.slice(0, 0), snapshot=spec.snapshot
         )
+        created = ensure_views(
+            wh,
+            [(spec.name, t) for t in ("chunks", "rejects", "quarantine", "redirects", "raw", "documents", "embeddings")],
+        )
+        unique = check_unique_chunk_ids(wh, spec.name)
+        if not unique.passed:
+            context.log.warning(f"{unique.duplicates} chunk id(s) on more than one row of codex.{spec.name}_chunks")
         summary = chunk_summary(out.table)
         return dg.MaterializeResult(
             metadata={
@@ -146,6 +219,7 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 ),
                 "path": dg.MetadataValue.path(str(path)),
                 "chunking_version": spec.chunking_version,
+                **_current_metadata(change),
                 "views_created": created,
             },
             check_results=[
@@ -158,7 +232,19 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                         "failed_checks": report.failed_checks,
                         "failures": dg.MetadataValue.json(report.failures),
                     },
-                )
+                ),
+                dg.AssetCheckResult(
+                    check_name=UNIQUE_CHECK,
+                    passed=unique.passed,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    metadata={
+                        "current_rows": unique.rows,
+                        "duplicated_chunk_ids": unique.duplicates,
+                        "examples": dg.MetadataValue.json(
+                            [{"chunk_id": c, "rows": n, "doc_ids": list(d)} for c, n, d in unique.examples]
+                        ),
+                    },
+                ),
             ],
         )
 

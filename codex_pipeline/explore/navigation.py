@@ -15,6 +15,15 @@ and all of that document's rows come from that one partition (a section dropped 
 the newer version is gone, not carried over). Pass ``partition=`` to see the
 collection as of one day instead: only rows of that partition are kept. The older
 partitions a document was dropped from are listed in :attr:`ChunkCollection.superseded`.
+
+**The current corpus.** :meth:`ChunkCollection.from_catalog` and
+:meth:`ChunkCollection.from_warehouse` read a dataset's current corpus by default
+(``codex.<dataset>_chunks``: each document's latest landing by partition date, documents
+retracted by a tombstone or a full snapshot left out; see
+:mod:`codex_pipeline.warehouse.current`), so a deleted document is not there and
+:meth:`ChunkCollection.resolve` answers None for its ids. ``history=True`` applies the
+latest-partition rule to every partition instead (deleted documents included), and
+``partition=`` shows one day as it landed.
 """
 
 from __future__ import annotations
@@ -312,11 +321,15 @@ class ChunkCollection(Sequence[Chunk]):
         partition: dt.date | str | None = None,
         doc_ids: Iterable[str] | None = None,
         redirects: pa.Table | None = None,
+        latest: bool = True,
+        superseded: Mapping[str, Sequence[dt.date]] | None = None,
     ) -> ChunkCollection:
         """From a DuckDB table or view (e.g. ``codex.docs_chunks``) on an open connection.
 
         Filters and the latest-partition rule run in SQL, so only the rows kept are
-        read; ``doc_ids`` restricts the collection to those documents.
+        read; ``doc_ids`` restricts the collection to those documents. ``latest=False``
+        skips the rule for a view that already holds one version per document (a
+        current view); ``superseded`` then says which older days it left out.
         """
         if not _VIEW_NAME.match(view):
             raise ValueError(f"not a table or view name: {view!r}")
@@ -337,57 +350,130 @@ class ChunkCollection(Sequence[Chunk]):
             where.append("list_contains(?, doc_id)")
             params.append(sorted(set(doc_ids)))
         cond = (" WHERE " + " AND ".join(where)) if where else ""
-        superseded: dict[str, list[dt.date]] = {}
-        latest = ""
-        if day is None and "partition_date" in present:
-            latest = " QUALIFY partition_date = max(partition_date) OVER (PARTITION BY doc_id)"
+        older: dict[str, list[dt.date]] = {d: list(days) for d, days in (superseded or {}).items()}
+        rule = ""
+        if latest and day is None and "partition_date" in present:
+            rule = " QUALIFY partition_date = max(partition_date) OVER (PARTITION BY doc_id)"
             for doc, days in con.execute(
                 f"SELECT doc_id, list(DISTINCT partition_date ORDER BY partition_date) FROM {view}{cond} "
                 "GROUP BY doc_id HAVING count(DISTINCT partition_date) > 1",
                 params,
             ).fetchall():
-                superseded[doc] = list(days[:-1])
-        table = con.sql(f"SELECT {', '.join(cols)} FROM {view}{cond}{latest}", params=params).to_arrow_table()
-        return cls(_chunks_from_table(table), dataset=dataset, partition=day, superseded=superseded, redirects=redirects)
+                older[doc] = list(days[:-1])
+        table = con.sql(f"SELECT {', '.join(cols)} FROM {view}{cond}{rule}", params=params).to_arrow_table()
+        return cls(_chunks_from_table(table), dataset=dataset, partition=day, superseded=older, redirects=redirects)
 
     @classmethod
     def from_catalog(
-        cls, warehouse: Any, dataset: str, *, partition: dt.date | str | None = None
+        cls,
+        warehouse: Any,
+        dataset: str,
+        *,
+        partition: dt.date | str | None = None,
+        history: bool = False,
+        doc_ids: Iterable[str] | None = None,
     ) -> ChunkCollection:
-        """From ``codex.<dataset>_chunks`` (and ``_redirects``) in a data dir's DuckDB catalog, read-only."""
-        from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, connect_catalog
+        """From a data dir's DuckDB catalog, read-only: the current corpus of ``dataset``.
 
-        wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-        con = connect_catalog(wh, read_only=True)
+        ``partition=`` reads that day of ``codex.<dataset>_chunks_history`` as it landed;
+        ``history=True`` the latest partition of every document ever landed, deleted
+        ones included. ``codex.<dataset>_redirects`` feeds :meth:`resolve`.
+        """
+        from codex_pipeline.warehouse.storage import connect_catalog
+
+        con = connect_catalog(_warehouse(warehouse), read_only=True)
         try:
-            redirects = None
-            name = f"{dataset}_redirects"
-            if _VIEW_NAME.match(name) and con.execute(
-                "SELECT count(*) FROM duckdb_views() WHERE schema_name = ? AND view_name = ?", [SCHEMA, name]
-            ).fetchall()[0][0]:
-                redirects = con.sql(f"SELECT {', '.join(_REDIRECT_COLUMNS)} FROM {SCHEMA}.{name}").to_arrow_table()
-            return cls.from_duckdb(
-                con, f"codex.{dataset}_chunks", dataset=dataset, partition=partition, redirects=redirects
-            )
+            return cls.from_connection(con, dataset, partition=partition, history=history, doc_ids=doc_ids)
         finally:
             con.close()
 
     @classmethod
-    def from_warehouse(
-        cls, warehouse: Any, dataset: str, *, partition: dt.date | str | None = None
+    def from_connection(
+        cls,
+        con: Any,
+        dataset: str,
+        *,
+        partition: dt.date | str | None = None,
+        history: bool = False,
+        doc_ids: Iterable[str] | None = None,
     ) -> ChunkCollection:
-        """Straight from a data dir's Parquet partitions (no DuckDB), e.g. inside an asset."""
-        from codex_pipeline.warehouse.storage import Warehouse
+        """:meth:`from_catalog` on a connection already open on the catalog."""
+        from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA
 
-        wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+        if not _VIEW_NAME.match(f"{SCHEMA}.{dataset}_chunks"):
+            raise ValueError(f"not a dataset name: {dataset!r}")
+        views = {
+            n for (n,) in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE schema_name = ? AND starts_with(view_name, ?)",
+                [SCHEMA, dataset + "_"],
+            ).fetchall()
+        }
+        redirects = None
+        if f"{dataset}_redirects" in views:
+            redirects = con.sql(f"SELECT {', '.join(_REDIRECT_COLUMNS)} FROM {SCHEMA}.{dataset}_redirects").to_arrow_table()
+        current = f"{SCHEMA}.{dataset}_chunks"
+        if f"{dataset}_chunks{HISTORY_SUFFIX}" not in views:  # no document index (yet): one view over every day
+            return cls.from_duckdb(con, current, dataset=dataset, partition=partition, doc_ids=doc_ids, redirects=redirects)
+        if partition is not None or history:
+            return cls.from_duckdb(
+                con, current + HISTORY_SUFFIX, dataset=dataset, partition=partition, doc_ids=doc_ids, redirects=redirects
+            )
+        superseded = {}
+        if f"{dataset}_documents" in views:
+            where, params = "deleted_on IS NULL AND len(landed_on) > 1", []
+            if doc_ids is not None:
+                where += " AND list_contains(?, doc_id)"
+                params.append(sorted(set(doc_ids)))
+            superseded = {
+                doc: [d for d in days if d != day]
+                for doc, day, days in con.execute(
+                    f"SELECT doc_id, partition_date, landed_on FROM {SCHEMA}.{dataset}_documents WHERE {where}", params
+                ).fetchall()
+            }
+        return cls.from_duckdb(
+            con, current, dataset=dataset, doc_ids=doc_ids, redirects=redirects, latest=False, superseded=superseded
+        )
+
+    @classmethod
+    def from_warehouse(
+        cls, warehouse: Any, dataset: str, *, partition: dt.date | str | None = None, history: bool = False
+    ) -> ChunkCollection:
+        """Straight from a data dir's Parquet partitions (no DuckDB), e.g. inside an asset.
+
+        The current corpus when the dataset has a document index; ``partition=`` and
+        ``history=True`` as in :meth:`from_catalog`.
+        """
+        wh = _warehouse(warehouse)
         day = _as_date(partition)
-        src = wh.partition_path(dataset, "chunks", day) if day else wh.glob(dataset, "chunks")
-        found = wh.partitions(dataset, "redirects")
-        files = list(found.values()) if day is None else [found[day]] if day in found else []
+        index = wh.documents_path(dataset)
+        folder = wh.table_dir(dataset, "redirects")
+        files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
         redirects = (
             pa.concat_tables([pq.read_table(f, columns=list(_REDIRECT_COLUMNS)) for f in files]) if files else None
         )
-        return cls.from_parquet(src, dataset=dataset, partition=day, redirects=redirects)
+        if day is not None or history or not index.exists():
+            src = wh.partition_path(dataset, "chunks", day) if day else wh.glob(dataset, "chunks")
+            return cls.from_parquet(src, dataset=dataset, partition=day, redirects=redirects)
+        docs = pq.read_table(index, columns=["doc_id", "partition_date", "landed_on", "deleted_on"]).to_pylist()
+        live: dict[dt.date, list[str]] = {}
+        superseded: dict[str, list[dt.date]] = {}
+        for d in docs:
+            if d["deleted_on"] is None:
+                live.setdefault(d["partition_date"], []).append(d["doc_id"])
+                if len(d["landed_on"]) > 1:
+                    superseded[d["doc_id"]] = [x for x in d["landed_on"] if x != d["partition_date"]]
+        files_by_day = wh.partitions(dataset, "chunks")
+        tables = []
+        for when, ids in sorted(live.items()):
+            if when in files_by_day:
+                schema = pq.read_schema(files_by_day[when])
+                cols = [n for n in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if n in schema.names]
+                tables.append(
+                    pq.read_table(files_by_day[when], columns=cols, filters=[("doc_id", "in", ids)]).replace_schema_metadata(None)
+                )
+        table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+        chunks = _chunks_from_table(table) if table is not None else []
+        return cls(chunks, dataset=dataset, superseded=superseded, redirects=redirects)
 
     # -- list-like ----------------------------------------------------------
 
@@ -578,6 +664,12 @@ def _redirect_map(table: pa.Table | None, dataset: str | None, day: dt.date | No
     rows = [r for r in rows if (dataset is None or r["dataset"] == dataset) and (day is None or r["partition_date"] == day)]
     rows.sort(key=lambda r: r["partition_date"])
     return {r["old_chunk_id"]: r["new_chunk_id"] for r in rows}
+
+
+def _warehouse(warehouse: Any) -> Any:
+    from codex_pipeline.warehouse.storage import Warehouse
+
+    return warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
 
 
 def _cid(chunk: ChunkRef) -> str:

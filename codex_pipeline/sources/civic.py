@@ -10,9 +10,11 @@ A landing day may hold
   :mod:`.council_transcript`); the file name (without ``.txt``) is the record id.
 
 A record's canonical text is :func:`render_record` of it: a plain-text rendering of
-its fields whose layout (the char span of every item header, turn, condition and
-contingency) the chunker gets back from the same function, so every chunk anchor
-points at real text. A transcript's canonical text is the file text itself.
+its fields, and the :class:`~codex_pipeline.core.documents.Block` of every item
+header, turn, condition and contingency in it. A transcript's canonical text is the
+file text itself, its blocks the parsed turns and the inferred agenda items (see
+:func:`.council_transcript.transcript_blocks`). The blocks go on the document and
+into ``raw.blocks``, so the chunker cuts at these offsets and never parses again.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.core.documents import Block, LoadResult, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
-from codex_pipeline.sources.council_transcript import parse_transcript
+from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript, transcript_blocks
 from codex_pipeline.sources.files import landing_files, read_text
 from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, dedupe, read_json_lines
 from codex_pipeline.sources.structured import HTTP_URL_RULE
@@ -95,7 +97,7 @@ RECORD_SCHEMA = RecordSchema(
         Field("record_id", "string", True,
               "Stable id of the meeting record, `[A-Za-z0-9][A-Za-z0-9._-]*` (≤ 120 chars); "
               "`doc_id = urn:aprs:civic_intelligence:{record_id}`.",
-              ("id characters [A-Za-z0-9._-], at most 120", _ID.match)),
+              ("id characters [A-Za-z0-9._-], at most 120", lambda v: bool(_ID.match(v)))),
         Field("body", "string", True, "Governing body that met, e.g. `Riverton City Council`.",
               ("single line", _one_line)),
         Field("meeting_date", "date", True, "Meeting date, ISO `YYYY-MM-DD`."),
@@ -119,7 +121,7 @@ ITEM_SCHEMA = RecordSchema(
         Field("number", "string", True,
               "Item number as printed on the agenda (`4`, `C2`, `7b`, `F-3`); becomes `item.{number}` in "
               "section ids, so letters, digits and inner hyphens only.",
-              ("agenda number [A-Za-z0-9] with inner hyphens", _ITEM_NUMBER.match)),
+              ("agenda number [A-Za-z0-9] with inner hyphens", lambda v: bool(_ITEM_NUMBER.match(v)))),
         Field("title", "string", True, "Item title as on the agenda.", ("single line", _one_line)),
         Field("summary", "string", True, "What the item is and what happened; the text of the `agenda_item` chunk.",
               ("non-blank", _nonblank)),
@@ -145,8 +147,8 @@ TURN_SCHEMA = RecordSchema(
         Field("text", "string", True, "What they said (paragraphs separated by blank lines).",
               ("non-blank", _nonblank)),
         Field("start", "string", False, "Offset into the meeting video, `HH:MM:SS[.fff]`.",
-              ("clock time HH:MM:SS[.fff]", _CLOCK.match)),
-        Field("end", "string", False, "End offset, `HH:MM:SS[.fff]`.", ("clock time HH:MM:SS[.fff]", _CLOCK.match)),
+              ("clock time HH:MM:SS[.fff]", lambda v: bool(_CLOCK.match(v)))),
+        Field("end", "string", False, "End offset, `HH:MM:SS[.fff]`.", ("clock time HH:MM:SS[.fff]", lambda v: bool(_CLOCK.match(v)))),
     ),
 )
 
@@ -158,7 +160,7 @@ CONDITION_SCHEMA = RecordSchema(
               "`condition` (a condition of approval) or `blocker` (something that stops the item from proceeding).",
               ("one of " + "|".join(CONDITION_KINDS), lambda v: v in CONDITION_KINDS)),
         Field("tag", "string", False, "Machine tag, lower-case `[a-z0-9_-]`, e.g. `traffic-study-pending`.",
-              ("tag [a-z0-9_-]", _TAG.match)),
+              ("tag [a-z0-9_-]", lambda v: bool(_TAG.match(v)))),
         Field("text", "string", True, "The condition or blocker as worded in the record.", ("non-blank", _nonblank)),
     ),
 )
@@ -168,7 +170,7 @@ CONTINGENCY_SCHEMA = RecordSchema(
     "id",
     (
         Field("id", "string", True, "Node id, unique within the item, `[A-Za-z0-9_-]`; becomes "
-              "`item.{n}.contingency.{id}`.", ("node id [A-Za-z0-9_-]", _NODE_ID.match)),
+              "`item.{n}.contingency.{id}`.", ("node id [A-Za-z0-9_-]", lambda v: bool(_NODE_ID.match(v)))),
         Field("text", "string", True, "What must happen.", ("non-blank", _nonblank)),
         Field("depends_on", "list[string]", False, "Ids of the nodes that must resolve first (edges of the DAG)."),
         Field("status", "string", False, f"One of {', '.join(f'`{s}`' for s in CONTINGENCY_STATUSES)}.",
@@ -209,9 +211,9 @@ def validate_records(records: list[RawRecord]) -> tuple[list[RawRecord], list[Re
     for key, schema in NESTED:
         subs: list[RawRecord] = []
         sub_owner: list[int] = []
-        for item, i in zip(items, owner):
-            for k, sub in _dicts(item.data.get(key)):
-                subs.append(RawRecord(item.source_file, f"{item.ref}.{key}[{k}]", sub))
+        for owner_item, i in zip(items, owner):
+            for k, sub in _dicts(owner_item.data.get(key)):
+                subs.append(RawRecord(owner_item.source_file, f"{owner_item.ref}.{key}[{k}]", sub))
                 sub_owner.append(i)
         _collect(schema, subs, sub_owner, problems)
 
@@ -255,21 +257,6 @@ def _excerpt(data: dict) -> str:
 # ------------------------------------------------------------------ canonical text
 
 
-@dataclass(frozen=True)
-class TurnLayout:
-    span: tuple[int, int]  # the rendered line "Speaker (Role): text"
-    text_span: tuple[int, int]  # the spoken text inside it
-
-
-@dataclass(frozen=True)
-class ItemLayout:
-    number: str
-    header: tuple[int, int]  # "Item {n}: {title}\nSummary: …[\nAction: …]"
-    turns: tuple[TurnLayout, ...]
-    conditions: tuple[tuple[int, int], ...]
-    contingencies: tuple[tuple[str, tuple[int, int]], ...]  # (node id, line span)
-
-
 @dataclass
 class _Writer:
     parts: list[str] = field(default_factory=list)
@@ -287,8 +274,8 @@ def record_title(rec: dict[str, Any]) -> str:
     return title or f"{rec['body'].strip()} {rec['meeting_type'].replace('_', ' ')} meeting, {rec['meeting_date']}"
 
 
-def render_record(rec: dict[str, Any]) -> tuple[str, tuple[ItemLayout, ...]]:
-    """Canonical text of a validated record and the span of every chunkable part.
+def render_record(rec: dict[str, Any]) -> tuple[str, tuple[Block, ...]]:
+    """Canonical text of a validated record and the block of every chunkable part.
 
     Layout (values are stripped of surrounding whitespace; optional lines only when set)::
 
@@ -299,16 +286,26 @@ def render_record(rec: dict[str, Any]) -> tuple[str, tuple[ItemLayout, ...]]:
         Record: {record_id}
         Source: {source_url}
 
-        Item {number}: {title}                 ┐ agenda_item chunk
+        Item {number}: {title}                 ┐ agenda_item block
         Summary: {summary}                     │
         Action: {action}                       ┘
         Discussion:
-        {speaker} ({role}): {text}             ← one speaker_turn per line
+        {speaker} ({role}): {text}             ← one turn block per line
         Conditions:
-        Condition {k}: {text}                  ← kind condition, or
+        Condition {k}: {text}                  ← condition block: kind condition, or
         Blocker {k} [{tag}]: {text}            ← kind blocker (tag optional, also on conditions)
         Contingencies:
         Contingency {id} [{status}]: {text} Depends on: {ids, or "nothing (start node)"}.
+
+    Blocks, in text order (an item's turns, conditions and contingencies follow its
+    ``agenda_item`` block):
+
+    * ``agenda_item``: the item header; key the item number; meta ``title``.
+    * ``turn``: the whole line; key the speaker; meta ``text`` (where the spoken text
+      starts, relative to the block's start) and ``start`` / ``end`` (video offsets)
+      when given.
+    * ``condition``: the line; key its 1-based position; meta ``kind`` and ``tag``.
+    * ``contingency``: the line; key the node id; meta ``depends_on``.
     """
     w = _Writer()
     w.add(record_title(rec) + "\n")
@@ -316,50 +313,48 @@ def render_record(rec: dict[str, Any]) -> tuple[str, tuple[ItemLayout, ...]]:
     w.add(f"Record: {rec['record_id']}\n")
     if rec.get("source_url"):
         w.add(f"Source: {rec['source_url'].strip()}\n")
-    items: list[ItemLayout] = []
+    blocks: list[Block] = []
     for item in rec["agenda_items"]:
         w.add("\n")
         number = str(item["number"])
         head = f"Item {number}: {item['title'].strip()}\nSummary: {item['summary'].strip()}"
         if item.get("action"):
             head += f"\nAction: {item['action'].strip()}"
-        header = w.add(head)
+        blocks.append(Block("agenda_item", *w.add(head), number, {"title": item["title"].strip()}))
         w.add("\n")
-        turns: list[TurnLayout] = []
         if item.get("turns"):
             w.add("Discussion:\n")
             for t in item["turns"]:
                 who = t["speaker"].strip() + (f" ({t['role'].strip()})" if t.get("role") else "")
                 s0, _ = w.add(f"{who}: ")
-                ts = w.add(t["text"].strip())
+                ts, te = w.add(t["text"].strip())
                 w.add("\n")
-                turns.append(TurnLayout((s0, ts[1]), ts))
-        conditions: list[tuple[int, int]] = []
+                meta: dict[str, Any] = {"text": ts - s0} | {k: t[k] for k in ("start", "end") if t.get(k)}
+                blocks.append(Block("turn", s0, te, t["speaker"].strip(), meta))
         if item.get("conditions"):
             w.add("Conditions:\n")
             for k, c in enumerate(item["conditions"], 1):
                 label = "Blocker" if c["kind"] == "blocker" else "Condition"
                 tag = f" [{c['tag']}]" if c.get("tag") else ""
-                conditions.append(w.add(f"{label} {k}{tag}: {c['text'].strip()}"))
+                span = w.add(f"{label} {k}{tag}: {c['text'].strip()}")
+                blocks.append(Block("condition", *span, str(k), {"kind": c["kind"]} | ({"tag": c["tag"]} if c.get("tag") else {})))
                 w.add("\n")
-        nodes: list[tuple[str, tuple[int, int]]] = []
         if item.get("contingencies"):
             w.add("Contingencies:\n")
             for n in item["contingencies"]:
                 status = f" [{n['status']}]" if n.get("status") else ""
-                deps = ", ".join(n.get("depends_on") or []) or "nothing (start node)"
-                line = f"Contingency {n['id']}{status}: {n['text'].strip()} Depends on: {deps}."
-                nodes.append((n["id"], w.add(line)))
+                deps = list(n.get("depends_on") or [])
+                line = f"Contingency {n['id']}{status}: {n['text'].strip()} Depends on: {', '.join(deps) or 'nothing (start node)'}."
+                blocks.append(Block("contingency", *w.add(line), n["id"], {"depends_on": deps}))
                 w.add("\n")
-        items.append(ItemLayout(number, header, tuple(turns), tuple(conditions), tuple(nodes)))
-    return "".join(w.parts), tuple(items)
+    return "".join(w.parts), tuple(blocks)
 
 
 # ------------------------------------------------------------------ loading
 
 
 def record_document(r: RawRecord) -> SourceDocument:
-    text, _ = render_record(r.data)
+    text, blocks = render_record(r.data)
     return SourceDocument(
         doc_id=make_doc_id(DATASET, r.data["record_id"]),
         record_id=r.data["record_id"],
@@ -367,6 +362,7 @@ def record_document(r: RawRecord) -> SourceDocument:
         source_file=r.source_file,
         title=record_title(r.data),
         payload=r.data,
+        blocks=blocks,
     )
 
 
@@ -374,8 +370,8 @@ def transcript_document(path: Path, day_dir: Path) -> tuple[SourceDocument | Non
     """A transcript file as one document, and its rejects.
 
     A bad file name, unreadable text or no parsable block stops the file. Malformed
-    stretches between good blocks do not: each is one reject (by line number) and the
-    chunker, parsing the same text the same way, skips it.
+    stretches between good blocks do not: each is one reject (by line number) and is
+    left out of the document's turn blocks, so the chunker skips it.
     """
     rel = path.relative_to(day_dir).as_posix()
     record_id = path.stem
@@ -389,6 +385,7 @@ def transcript_document(path: Path, day_dir: Path) -> tuple[SourceDocument | Non
     if not parsed.turns:
         return None, [Reject(rel, "no speaker turns found: expected blocks of 'Name:', 'Start:', 'End:', "
                                   "'Duration:', 'Text:' lines separated by lines of dashes", excerpt=text[:300])]
+    inference = infer_agenda_items(text, parsed.turns)
     doc = SourceDocument(
         doc_id=make_doc_id(DATASET, record_id),
         record_id=record_id,
@@ -396,7 +393,9 @@ def transcript_document(path: Path, day_dir: Path) -> tuple[SourceDocument | Non
         source_file=rel,
         title=parsed.title or record_id,
         payload={"transcript": {"title": parsed.title, "turns": len(parsed.turns),
-                                "malformed_blocks": len(parsed.malformed)}},
+                                "malformed_blocks": len(parsed.malformed), "chair": inference.chair,
+                                "chair_basis": inference.chair_basis}},
+        blocks=transcript_blocks(parsed, inference),
     )
     rejects = [
         Reject(rel, "malformed transcript block skipped (expected 'Name:', 'Start:', 'End:', 'Duration:', "

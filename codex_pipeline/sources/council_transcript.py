@@ -13,14 +13,17 @@ The format (one meeting per ``.txt`` file)::
 
 The file text is the document's canonical text, so everything here is returned as
 char offsets into it: a turn's ``Text:`` value is ``text[text_start:text_end]``.
-Parsing is one pass of compiled regexes with no tokenization, so the chunker can
-afford to re-parse instead of storing the parse.
+Parsing is one pass of compiled regexes with no tokenization; the reader does it once
+and stores the turns and inferred agenda items as the document's blocks
+(:func:`transcript_blocks`), which is all the chunker reads.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from codex_pipeline.core.documents import Block
 
 _TIME = r"\d{1,2}:\d{2}:\d{2}(?:\.\d{1,6})?"
 _HEADER = re.compile(r"[ \t]*(?P<title>[^\n]*?)[ \t]*\n=+[ \t]*(?:\n|\Z)")
@@ -181,7 +184,7 @@ def find_chair(text: str, turns: list[Turn]) -> tuple[str | None, str]:
 def announcement_pattern(text: str, turn: Turn) -> str | None:
     """Name of the announcement pattern found in the turn's text (leftmost match), if any."""
     m = _ANNOUNCEMENT.search(text, turn.text_start, turn.text_end)
-    return None if m is None else ANNOUNCEMENT_PATTERNS[int(m.lastgroup[1:])][0]
+    return None if m is None or m.lastgroup is None else ANNOUNCEMENT_PATTERNS[int(m.lastgroup[1:])][0]
 
 
 def infer_agenda_items(text: str, turns: list[Turn]) -> AgendaInference:
@@ -223,3 +226,40 @@ def infer_agenda_items(text: str, turns: list[Turn]) -> AgendaInference:
             InferredItem(k + 1, group[0][0], end, tuple(i for i, _ in group), tuple(n for _, n in group))
         )
     return AgendaInference(chair, basis, tuple(items), fired, joined)
+
+
+# ---------------------------------------------------------------- blocks
+
+
+def transcript_blocks(parsed: Transcript, inference: AgendaInference) -> tuple[Block, ...]:
+    """The parse and the agenda inference as document blocks, in text order.
+
+    * ``agenda_item`` (one per inferred item, before its turns): from the first turn's
+      speaker label to the last turn's text; key the item number; meta ``turns``
+      ``[first, last)`` (indices among the ``turn`` blocks), ``announcements`` (indices
+      of the announcing chair turns), ``patterns`` (the pattern each matched), ``chair``.
+    * ``turn``: from the speaker label to the end of the spoken text; key the speaker;
+      meta ``text`` (where the spoken text starts) and ``times`` ``[s0, e0, s1, e1]``
+      (the ``Start:`` time as written is ``[s0, e0)``, the ``End:`` time ``[s1, e1)``),
+      all relative to the block's start.
+
+    Only small relative offsets and short labels, so a meeting's blocks stay well
+    under half its text (and compress to a fifth of it: the numbers repeat).
+    """
+    turns = parsed.turns
+    out: list[Block] = []
+    for item in inference.items:
+        first, last = turns[item.first], turns[item.last - 1]
+        out.append(Block("agenda_item", first.speaker_start, last.text_end, str(item.number), {
+            "turns": [item.first, item.last], "announcements": list(item.announcements),
+            "patterns": list(item.patterns), "chair": inference.chair,
+        }))
+        out.extend(
+            Block("turn", t.speaker_start, t.text_end, t.speaker, {
+                "text": t.text_start - t.speaker_start,
+                "times": [x - t.speaker_start for x in (t.start_pos, t.start_pos + len(t.start), t.end_pos,
+                                                        t.end_pos + len(t.end))],
+            })
+            for t in turns[item.first : item.last]
+        )
+    return tuple(out)

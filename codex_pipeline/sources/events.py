@@ -1,9 +1,9 @@
 """``events_timeline``: one JSON Lines record per event (detections, incidents, notices).
 
 Canonical text of an event: a header (one ``Label: value`` line per present field, in
-a fixed order), a blank line, then the description's paragraphs. The rendering
-records the header and description spans, so the ``event`` chunker cuts exactly
-there (the description may be split into 800-token windows).
+a fixed order), a blank line, then the description's paragraphs. The two are the
+document's blocks (``header``, ``description``), so the ``event`` chunker cuts exactly
+there (the description may be split into 800-token windows) without rendering again.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def render_event(e: Mapping[str, Any]) -> Rendering:
     for key, label in (("entities", "Entities"), ("tags", "Tags"), ("related_event_ids", "Related events")):
         if not is_blank(e.get(key)):
             lines.append(f"{label}: " + "; ".join(one_line_text(x) for x in e[key]))
-    blocks = [("header", "", "\n".join(lines), {})]
+    blocks: list[tuple[str, str, str, dict[str, Any]]] = [("header", "", "\n".join(lines), {})]
     description = clean_text(e["description"]) if not is_blank(e.get("description")) else ""
     if description:
         blocks.append(("description", "", description, {}))
@@ -121,6 +121,6 @@ def render_event(e: Mapping[str, Any]) -> Rendering:
 def load_events_day(day_dir: Path) -> LoadResult:
     """Validated events of one landing day (``*.jsonl``), one document per event."""
     records, rejects = load_records(day_dir, EVENT_RULES, {".jsonl": read_json_lines})
-    out = build_documents(DATASET, records, lambda e: render_event(e).text, lambda e: one_line_text(e["title"]))
+    out = build_documents(DATASET, records, render_event, lambda e: one_line_text(e["title"]))
     out.rejects[:0] = rejects
     return out

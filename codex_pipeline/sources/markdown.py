@@ -5,6 +5,10 @@ One document per file; the record id is the path relative to the day folder, so
 the file itself (strict UTF-8, newlines normalized), front matter included, so chunk
 offsets point into exactly what the user landed. YAML (``---``) or TOML (``+++``)
 front matter is parsed into the payload and kept out of every chunk's text.
+
+The body is parsed once, here, by markdown-it.rs (``markdown-it-pyrs``: CommonMark plus GFM
+tables) and its structure persisted as ``Block``s (``raw.blocks``): headings, code blocks,
+tables and thematic breaks with whole-line offsets, so the chunker never parses Markdown.
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ import datetime as dt
 import json
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from markdown_it_pyrs import MarkdownIt, Node
+
+from codex_pipeline.core.documents import Block, LoadResult, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
 from codex_pipeline.sources.files import text_files
 
@@ -25,7 +32,6 @@ DATASET = "docs"
 SUFFIXES = {".md", ".mdx", ".markdown"}
 
 _FENCES = {"---": "yaml", "+++": "toml"}
-_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -96,41 +102,145 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def doc_title(front: FrontMatter, text: str, path: Path) -> str:
-    """Front matter ``title``, else the first ATX H1 of the body, else the file name."""
+# -- structure --------------------------------------------------------------------------------
+#
+# markdown-it.rs (CommonMark + the GFM table rule) parses the body once; its nodes carry
+# byte offsets into the body, snapped here to whole lines of the canonical text.
+
+_PARSER = MarkdownIt("commonmark").enable("table")
+_CONTAINERS = frozenset({"bullet_list", "ordered_list", "list_item", "blockquote"})
+_HEADINGS = frozenset({"heading", "lheading"})
+_ATTR_LIST = re.compile(r"[ \t]*\{[^{}]*\}[ \t]*$")  # a trailing {#anchor .class} (not CommonMark, common in docs)
+
+
+def parse_blocks(text: str, body_start: int = 0) -> list[Block]:
+    """The structure of ``text[body_start:]`` as blocks with whole-line offsets into ``text``.
+
+    * ``heading``: a top-level ATX or setext heading; ``key`` is its level (``"1"``–``"6"``),
+      ``meta["title"]`` its plain text. A setext heading starts at its paragraph's first line.
+      Headings inside lists and block quotes are content, not section starts; a ``#`` line in
+      code, in an HTML block or comment, or in a table is no heading at all (CommonMark).
+    * ``code``: a fenced (``key="fenced"``; an unclosed fence runs to the end of its container)
+      or indented (``key="indented"``) code block, at any depth.
+    * ``table``: a GFM table (header row to its last row), at any depth.
+    * ``hr``: a top-level thematic break.
+
+    Each block runs from the start of its first line to just past its last line's newline.
+    """
+    body = text[body_start:]
+    src: str | bytes = body if body.isascii() else body.encode("utf-8")
+    nl: Any = "\n" if isinstance(src, str) else b"\n"
+    found: list[tuple[str, int, int, str, dict[str, Any]]] = []  # offsets into ``src``
+
+    def add(kind: str, node: Node, key: str = "", meta: dict[str, Any] | None = None) -> None:
+        if node.srcmap is None:  # markdown-it.rs maps every block node; never guess an offset
+            raise ValueError(f"the Markdown parser gave no source position for a {node.name}")
+        s, e = node.srcmap
+        le = src.find(nl, max(e - 1, s))
+        found.append((kind, src.rfind(nl, 0, s) + 1, len(src) if le < 0 else le + 1, key, meta or {}))
+
+    def walk(nodes: Sequence[Node], top: bool) -> None:
+        for node in nodes:
+            name = node.name
+            if name in _HEADINGS:
+                if top:
+                    add("heading", node, str(node.meta["level"]), {"title": heading_title(node)})
+            elif name == "fence" or name == "code_block":
+                add("code", node, "fenced" if name == "fence" else "indented")
+            elif name == "table":
+                add("table", node)
+            elif name == "hr":
+                if top:
+                    add("hr", node)
+            elif name in _CONTAINERS:
+                walk(node.children, False)
+
+    walk(_PARSER.tree(body).children, True)
+    if isinstance(src, bytes):  # the parser counts UTF-8 bytes; the canonical text counts characters
+        chars = _chars_at(src, [x for f in found for x in f[1:3]])
+        return [Block(k, body_start + chars[s], body_start + chars[e], key, meta) for k, s, e, key, meta in found]
+    return [Block(k, body_start + s, body_start + e, key, meta) for k, s, e, key, meta in found]
+
+
+def _chars_at(src: bytes, offsets: list[int]) -> dict[int, int]:
+    """Character offset of each byte offset (each at a character boundary) of UTF-8 ``src``."""
+    out: dict[int, int] = {}
+    prev = chars = 0
+    for off in sorted(set(offsets)):
+        chars += len(src[prev:off].decode("utf-8"))
+        out[off] = chars
+        prev = off
+    return out
+
+
+def heading_title(node: Node) -> str:
+    """A heading's plain text: inline markup, HTML tags and a trailing ``{#anchor}`` dropped."""
+    title = " ".join(_inline_text(node).split())
+    return _ATTR_LIST.sub("", title) if title.endswith("}") else title
+
+
+def _inline_text(node: Node) -> str:
+    parts = []
+    for child in node.children:
+        name = child.name
+        if name == "text" or name == "text_special":  # text_special: an entity or escape, resolved
+            parts.append(child.meta.get("content", ""))
+        elif name == "softbreak" or name == "hardbreak":
+            parts.append(" ")
+        elif name != "html_inline":  # code spans, emphasis, links, images (their alt text), autolinks
+            parts.append(_inline_text(child))
+    return "".join(parts)
+
+
+def doc_title(front: FrontMatter, blocks: Sequence[Block], rel: str) -> str:
+    """Front matter ``title``, else the first top-level H1 (ATX or setext), else the file name."""
     title = front.data.get("title")
     if isinstance(title, str) and title.strip():
         return title.strip()
-    m = _ATX_H1.search(text, front.end)
-    if m:
-        return m.group(1).strip()
-    return path.stem.replace("-", " ").replace("_", " ")
+    h1 = next((b.meta["title"] for b in blocks if b.kind == "heading" and b.key == "1" and b.meta["title"]), None)
+    if h1:
+        return str(h1)
+    return PurePosixPath(rel).stem.replace("-", " ").replace("_", " ")
+
+
+def markdown_document(rel: str, text: str) -> SourceDocument | Reject:
+    """One landed Markdown file (``rel`` its path in the day folder) as a document with its blocks.
+
+    The blocks are ``front_matter`` (when there is one, ``key`` its format), ``body`` (always:
+    its presence says the structure was parsed) and those of :func:`parse_blocks`.
+    """
+    front = split_front_matter(text)
+    if front.error:
+        return Reject(rel, front.error, excerpt=text[: min(front.end, 500)])
+    if not text[front.end :].strip():
+        return Reject(rel, "empty document: no Markdown body after the front matter")
+    payload: dict[str, Any] = {"path": rel, "body_start": front.end}
+    blocks = [Block("body", front.end, len(text))]
+    if front.format:
+        payload["front_matter"] = front.data
+        payload["front_matter_format"] = front.format
+        blocks.insert(0, Block("front_matter", 0, front.end, front.format))
+    structure = parse_blocks(text, front.end)
+    blocks.extend(structure)
+    json.dumps(payload)  # the payload must survive the raw table's JSON column
+    return SourceDocument(
+        doc_id=make_doc_id(DATASET, rel),
+        record_id=rel,
+        text=text,
+        source_file=rel,
+        title=doc_title(front, structure, rel),
+        payload=payload,
+        blocks=tuple(blocks),
+    )
 
 
 def load_docs_day(day_dir: Path) -> LoadResult:
     """Read every Markdown file of a landing day (subfolders included); others are rejected."""
     result = LoadResult()
-    for path, rel, text in text_files(day_dir, SUFFIXES, "docs takes .md and .mdx files", result.rejects):
-        front = split_front_matter(text)
-        if front.error:
-            result.rejects.append(Reject(rel, front.error, excerpt=text[: min(front.end, 500)]))
-            continue
-        if not text[front.end :].strip():
-            result.rejects.append(Reject(rel, "empty document: no Markdown body after the front matter"))
-            continue
-        payload: dict[str, Any] = {"path": rel, "body_start": front.end}
-        if front.format:
-            payload["front_matter"] = front.data
-            payload["front_matter_format"] = front.format
-        json.dumps(payload)  # the payload must survive the raw table's JSON column
-        result.documents.append(
-            SourceDocument(
-                doc_id=make_doc_id(DATASET, rel),
-                record_id=rel,
-                text=text,
-                source_file=rel,
-                title=doc_title(front, text, path),
-                payload=payload,
-            )
-        )
+    for _, rel, text in text_files(day_dir, SUFFIXES, "docs takes .md and .mdx files", result.rejects):
+        doc = markdown_document(rel, text)
+        if isinstance(doc, Reject):
+            result.rejects.append(doc)
+        else:
+            result.documents.append(doc)
     return result

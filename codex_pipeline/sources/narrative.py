@@ -21,7 +21,8 @@ def load_narrative_day(day_dir: Path) -> LoadResult:
         day_dir, TEXT_SUFFIXES | HTML_SUFFIXES, "narrative takes .txt and .html", result.rejects
     ):
         suffix = path.suffix.lower()
-        title, xpaths, text = None, (), raw
+        title, text = None, raw
+        xpaths: tuple[tuple[int, str], ...] = ()
         if suffix in HTML_SUFFIXES:
             text, xpaths = html_to_text(raw)
             if xpaths and xpaths[0][1].endswith("/title[1]"):

@@ -4,6 +4,8 @@ A case carries its citations as nested objects (one per citation item, as in OSH
 inspection / violation tables). Canonical text: the case envelope and summary, then
 one block per citation that names the inspection, the standard and the penalty, so a
 citation retrieved alone is still complete (citations are independently enforceable).
+Each part is a block of the document: ``envelope``, then ``citation`` (key: the
+citation id; meta: ``citation_id``, ``standard``, ``violation_type``).
 """
 
 from __future__ import annotations
@@ -169,6 +171,6 @@ def case_title(case: Mapping[str, Any]) -> str:
 def load_osha_day(day_dir: Path) -> LoadResult:
     """Validated OSHA cases of one landing day (``*.jsonl``), one document per inspection."""
     records, rejects = load_records(day_dir, CASE_RULES, {".jsonl": read_json_lines})
-    out = build_documents(DATASET, records, lambda c: render_case(c).text, case_title)
+    out = build_documents(DATASET, records, render_case, case_title)
     out.rejects[:0] = rejects
     return out

@@ -11,7 +11,10 @@ Two landing formats share one record schema:
 
 Canonical text: the envelope (one ``Label: value`` line per present field, the list
 of scope sections, then the summary), then one block per scope section, then one
-block per condition. Each block names its permit so it reads on its own.
+block per condition. Each block names its permit so it reads on its own, and each is
+a block of the document: ``envelope``, ``scope`` (key: 1-based position; meta:
+``title``, ``code``), ``condition`` (key: condition id or position; meta:
+``condition_id``, ``category``, ``status``).
 """
 
 from __future__ import annotations
@@ -101,9 +104,9 @@ PERMIT_SCHEMA = RecordSchema(
 
 
 def _dates_ordered(d: Mapping[str, Any]) -> bool:
-    seq = [d.get(k) for k in ("applied_date", "issued_date", "completed_date")]
-    seq = [dt.date.fromisoformat(x) for x in seq if not is_blank(x)]
-    return seq == sorted(seq)
+    dates = [dt.date.fromisoformat(d[k]) for k in ("applied_date", "issued_date", "completed_date")
+             if not is_blank(d.get(k))]
+    return dates == sorted(dates)
 
 
 def _condition_ids_all_or_none(d: Mapping[str, Any]) -> bool:
@@ -186,7 +189,7 @@ def calgary_scope_items(description: str | None) -> list[dict[str, str]]:
     of use for a new tenant, …") is not cut at its commas: it stays the permit's
     description, in the summary.
     """
-    if is_blank(description):
+    if description is None or is_blank(description):
         return []
     items = [i.strip() for i in description.split(",") if i.strip()]
     known = all(i.upper() in SCOPE_CODES for i in items)
@@ -312,6 +315,6 @@ def permit_title(p: Mapping[str, Any]) -> str:
 def load_permits_day(day_dir: Path) -> LoadResult:
     """Native ``*.jsonl`` and Calgary ``*.csv`` permits of one landing day."""
     records, rejects = load_records(day_dir, PERMIT_RULES, {".jsonl": read_json_lines, ".csv": read_calgary_csv})
-    out = build_documents(DATASET, records, lambda p: render_permit(p).text, permit_title)
+    out = build_documents(DATASET, records, render_permit, permit_title)
     out.rejects[:0] = _name_columns(rejects)
     return out

@@ -9,9 +9,10 @@ positions) all land as typed records and all follow the same path:
 3. render each valid record into a deterministic *canonical text*, which is the
    ``SourceDocument.text`` every chunk offset indexes into.
 
-Renderers of multi-part records return a :class:`Rendering`: the text plus the char
-span of each part (envelope, scope section, citation, …), so a chunker re-renders the
-payload, checks that it reproduces ``doc.text`` and cuts exactly at those spans.
+Renderers of multi-part records return a :class:`Rendering`: the text plus one
+:class:`~codex_pipeline.core.documents.Block` per part (envelope, scope section,
+citation, …). The blocks go on the document (``SourceDocument.blocks``, persisted in
+``raw.blocks``), so a chunker cuts exactly at those spans without rendering again.
 
 The structured-only datasets (``urban_signal_grid``, ``lehd_flows``,
 ``poi_intelligence``) render as a Markdown key-value view (``- **field**: value``
@@ -25,21 +26,21 @@ import datetime as dt
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.core.documents import Block, LoadResult, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
 from codex_pipeline.sources.records import (
     Field,
     RawRecord,
     RecordSchema,
     dedupe_by,
-    short_repr,
     read_csv_rows,
     read_day,
     read_json_lines,
+    short_repr,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -216,35 +217,34 @@ def csv_reader(
 
 
 @dataclass(frozen=True)
-class Part:
-    """A contiguous block of a rendering: ``text[start:end]``, never with outer whitespace."""
-
-    kind: str  # "envelope", "scope", "condition", "citation", "header", "description", …
-    key: str  # stable key inside the record (scope position, condition id, citation id)
-    start: int
-    end: int
-    meta: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class Rendering:
-    text: str
-    parts: tuple[Part, ...]
+    """A record's canonical text and its parts, as blocks in text order.
 
-    def part(self, kind: str) -> Part | None:
+    Each part is a :class:`Block` ``text[start:end]`` without outer whitespace: its
+    ``kind`` ("envelope", "scope", "condition", "citation", "header", "description", …),
+    ``key`` (stable inside the record: scope position, condition id, citation id) and
+    ``meta`` (small JSON values the chunker copies into chunk metadata).
+    """
+
+    text: str
+    parts: tuple[Block, ...]
+
+    def part(self, kind: str) -> Block | None:
         return next((p for p in self.parts if p.kind == kind), None)
 
 
 def join_blocks(blocks: Sequence[tuple[str, str, str, Mapping[str, Any]]], sep: str = "\n\n") -> Rendering:
     """Join ``(kind, key, text, meta)`` blocks with ``sep`` and record each block's span."""
-    texts, parts, pos = [], [], 0
+    texts: list[str] = []
+    parts: list[Block] = []
+    pos = 0
     for kind, key, text, meta in blocks:
         if not text or text != text.strip():
             raise ValueError(f"block {kind}:{key} is empty or has outer whitespace")
         if texts:
             texts.append(sep)
             pos += len(sep)
-        parts.append(Part(kind, key, pos, pos + len(text), dict(meta)))
+        parts.append(Block(kind, pos, pos + len(text), key, dict(meta)))
         texts.append(text)
         pos += len(text)
     return Rendering("".join(texts), tuple(parts))
@@ -339,17 +339,22 @@ def load_records(
 def build_documents(
     dataset: str,
     records: Iterable[tuple[str, RawRecord]],
-    render: Callable[[Mapping[str, Any]], str],
+    render: Callable[[Mapping[str, Any]], Rendering | str],
     title: Callable[[Mapping[str, Any]], str | None],
 ) -> LoadResult:
-    """One :class:`SourceDocument` per record; a record that fails to render is rejected."""
+    """One :class:`SourceDocument` per record; a record that fails to render is rejected.
+
+    A :class:`Rendering` puts its parts on the document as blocks; a plain string (the
+    key-value view) is the whole text with no blocks.
+    """
     out = LoadResult()
     for rid, r in records:
         try:
-            text = render(r.data)
+            rendered = render(r.data)
         except Exception as exc:  # noqa: BLE001 - one bad record must not sink the day
             out.rejects.append(Reject(r.source_file, f"cannot render record: {type(exc).__name__}: {exc}", r.ref))
             continue
+        text, blocks = (rendered.text, rendered.parts) if isinstance(rendered, Rendering) else (rendered, ())
         out.documents.append(
             SourceDocument(
                 doc_id=make_doc_id(dataset, rid),
@@ -358,6 +363,7 @@ def build_documents(
                 source_file=r.source_file,
                 title=title(r.data),
                 payload=dict(r.data),
+                blocks=blocks,
             )
         )
     return out
@@ -468,7 +474,7 @@ _BLOCK_RULE = ("15-digit census block GEOID", lambda v: bool(_BLOCK_RE.match(v))
 def _bands_sum(*names: str) -> Callable[[Mapping[str, Any]], bool]:
     def check(d: Mapping[str, Any]) -> bool:
         vals = [d.get(n) for n in names]
-        return any(v is None for v in vals) or sum(vals) == d["total_jobs"]
+        return any(v is None for v in vals) or sum(v for v in vals if v is not None) == d["total_jobs"]
 
     return check
 

@@ -21,7 +21,11 @@ content, or saying the id is gone. Matching stays inside one document, except fo
    orphaned, while a deleted chunk is not pinned on a neighbour that was already there;
 4. ``removed`` — no target, so a lookup answers "gone" rather than nothing.
 
-Rows accumulate over re-chunks and always point at ids of the current table.
+Rows accumulate over re-chunks and always point at ids of the current table. A fifth
+kind, ``deleted``, is not computed here: :mod:`codex_pipeline.warehouse.current` writes
+one such row (no target) for every chunk id of a document retracted by a tombstone or
+a full snapshot, in ``redirects/deleted.parquet``, and drops it when the document lands
+again.
 """
 
 from __future__ import annotations
@@ -40,12 +44,13 @@ import pyarrow.parquet as pq
 
 from codex_pipeline.warehouse.storage import Warehouse
 
-__all__ = ["INPUT_COLUMNS", "LAST_PUBLISHED", "REDIRECT_SCHEMA", "compute_redirects", "update_redirects"]
+__all__ = ["DELETED", "INPUT_COLUMNS", "LAST_PUBLISHED", "REDIRECT_SCHEMA", "compute_redirects", "update_redirects"]
 
 CONTENT_HASH = "content_hash"
 SPAN_OVERLAP = "span_overlap"
 SIMILAR_TEXT = "similar_text"
 REMOVED = "removed"
+DELETED = "deleted"  # the document was retracted (see codex_pipeline.warehouse.current)
 _STRENGTH = {REMOVED: 0, SIMILAR_TEXT: 1, SPAN_OVERLAP: 2, CONTENT_HASH: 3}  # a chain is as weak as its weakest hop
 MIN_SIMILARITY = 0.5
 """Least word-set Jaccard for a ``similar_text`` match: at least half the words shared."""
@@ -68,7 +73,7 @@ REDIRECT_SCHEMA = pa.schema(
         pa.field("new_chunk_id", pa.string(), nullable=True),  # null: the id is gone
         pa.field("new_section_id", pa.string(), nullable=True),
         pa.field("new_chunking_version", pa.string(), nullable=False),  # version this row was resolved against
-        pa.field("match", pa.string(), nullable=False),  # content_hash | span_overlap | similar_text | removed
+        pa.field("match", pa.string(), nullable=False),  # content_hash | span_overlap | similar_text | removed | deleted
         pa.field("overlap", pa.float64(), nullable=True),  # span IoU (span_overlap) or word Jaccard (similar_text)
         pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),  # when the old id disappeared
     ]
@@ -320,7 +325,7 @@ def compute_redirects(
     ``chunking_version`` is the version that built ``current``. Rows are sorted by
     (doc_id, old_chunk_id), so the same inputs give the same table.
     """
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     base = {"dataset": dataset, "partition_date": partition_date, "new_chunking_version": chunking_version,
             "created_at": now}
     fresh = _fresh(previous, current, base)

@@ -5,12 +5,20 @@ checkout)::
 
     landing/<dataset>/<YYYY-MM-DD>/…                 input files users drop in
     warehouse/<dataset>/<table>/<YYYY-MM-DD>[.<part>].parquet
+    warehouse/<dataset>/index/documents.parquet      the current version of every document
     codex_catalog.duckdb                             views `codex.<dataset>_<table>`
 
 Each (dataset, table, day) file is written to a temp file and renamed, so parallel
 backfills never share a file and a crash never leaves half a partition visible.
 The DuckDB file only holds views over the Parquet globs; it is written rarely
 (when a view is missing), under a file lock, and opened read-only everywhere else.
+
+Once a dataset has a document index (:mod:`codex_pipeline.warehouse.current`), its
+``raw``, ``chunks`` and ``embeddings`` views show the *current corpus* (each
+document's latest landing, deleted documents left out) and ``<table>_history`` views
+show every partition. The current views semi-join the history with the index file at
+a fixed path, which each materialization replaces atomically: the views themselves
+never change when data does.
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ import pyarrow.parquet as pq
 DATA_DIR_ENV = "CODEX_DATA_DIR"
 CATALOG_FILE = "codex_catalog.duckdb"  # not codex.duckdb: that name collides with schema `codex`
 SCHEMA = "codex"
+INDEX_DIR = "index"
+DOCUMENTS_FILE = "documents.parquet"
+CURRENT_TABLES = ("raw", "chunks", "embeddings")
+"""Tables with a current view (and a ``_history`` view) once the dataset has a document index."""
+HISTORY_SUFFIX = "_history"
 
 
 def default_data_dir() -> Path:
@@ -59,6 +72,14 @@ class Warehouse:
 
     def table_dir(self, dataset: str, table: str) -> Path:
         return self.root / "warehouse" / dataset / table
+
+    def index_dir(self, dataset: str) -> Path:
+        """``warehouse/<dataset>/index``: the document index behind the current views."""
+        return self.root / "warehouse" / dataset / INDEX_DIR
+
+    def documents_path(self, dataset: str) -> Path:
+        """The document index the current views read (one row per document ever landed)."""
+        return self.index_dir(dataset) / DOCUMENTS_FILE
 
     def partition_path(self, dataset: str, table: str, day: dt.date, part: str | None = None) -> Path:
         name = day.isoformat() + (f".{part}" if part else "") + ".parquet"
@@ -132,13 +153,17 @@ class Warehouse:
         return d.is_dir() and any(d.glob("*.parquet"))
 
 
-def write_parquet_atomic(table: pa.Table, path: Path) -> None:
-    """Write to a temp file in the same folder, then rename: readers see all or nothing."""
+def write_parquet_atomic(table: pa.Table, path: Path, use_dictionary: bool = True) -> None:
+    """Write to a temp file in the same folder, then rename: readers see all or nothing.
+
+    ``use_dictionary=False`` for tables of mostly unique strings (ids), where trying
+    dictionary pages first costs more than it saves.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=use_dictionary)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -147,26 +172,83 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
 
 
 def view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
-    """The view over a table's Parquet glob.
+    """The view over every partition of a table (its ``_history`` view once current views exist).
 
     ``<dataset>_chunks`` reports, per chunk, the model and version of the vector
     actually stored for its exact text (null when there is none yet).
     """
+    return _history_sql(warehouse, dataset, table, f"{SCHEMA}.{dataset}_{table}")
+
+
+def _history_sql(warehouse: Warehouse, dataset: str, table: str, name: str) -> str:
     path = _quote(warehouse.glob(dataset, table))
     if table == "chunks" and warehouse.has_files(dataset, "embeddings"):
         emb = _quote(warehouse.glob(dataset, "embeddings"))
         return (
-            f"CREATE OR REPLACE VIEW {SCHEMA}.{dataset}_chunks AS "
+            f"CREATE OR REPLACE VIEW {name} AS "
             "SELECT c.* REPLACE (e.embedding_model AS embedding_model, e.embedding_version AS embedding_version) "
             f"FROM read_parquet('{path}', union_by_name = true) c "
             "LEFT JOIN (SELECT chunk_id, partition_date, input_hash, embedding_model, embedding_version "
             f"FROM read_parquet('{emb}', union_by_name = true)) e "
             "ON e.chunk_id = c.chunk_id AND e.partition_date = c.partition_date AND e.input_hash = c.content_hash"
         )
+    return f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('{path}', union_by_name = true)"
+
+
+def _live_sql(dataset: str) -> str:
+    """(doc_id, partition_date) of every live document's current version: at most one row per document."""
+    return f"(SELECT doc_id, partition_date FROM {SCHEMA}.{dataset}_documents WHERE deleted_on IS NULL)"
+
+
+def current_view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
+    """``codex.<dataset>_<table>``: the rows of each live document's current version.
+
+    A semi-join of the history with the document index on ``(doc_id, partition_date)``;
+    embeddings carry no ``doc_id``, so they semi-join the current chunk keys. Filters
+    on the view (``WHERE chunk_id = ?``) still reach the Parquet scan.
+    """
+    name = f"{SCHEMA}.{dataset}_{table}"
+    history = f"{SCHEMA}.{dataset}_{table}{HISTORY_SUFFIX}"
+    if table == "embeddings":
+        chunks = _quote(warehouse.glob(dataset, "chunks"))
+        return (
+            f"CREATE OR REPLACE VIEW {name} AS SELECT e.* FROM {history} e "
+            "SEMI JOIN (SELECT k.chunk_id, k.partition_date "
+            f"FROM read_parquet('{chunks}', union_by_name = true) k SEMI JOIN {_live_sql(dataset)} d "
+            "ON k.doc_id = d.doc_id AND k.partition_date = d.partition_date) c "
+            "ON e.chunk_id = c.chunk_id AND e.partition_date = c.partition_date"
+        )
     return (
-        f"CREATE OR REPLACE VIEW {SCHEMA}.{dataset}_{table} AS "
-        f"SELECT * FROM read_parquet('{path}', union_by_name = true)"
+        f"CREATE OR REPLACE VIEW {name} AS SELECT t.* FROM {history} t SEMI JOIN {_live_sql(dataset)} d "
+        "ON t.doc_id = d.doc_id AND t.partition_date = d.partition_date"
     )
+
+
+def documents_view_sql(warehouse: Warehouse, dataset: str) -> str:
+    path = _quote(warehouse.documents_path(dataset).as_posix())
+    return f"CREATE OR REPLACE VIEW {SCHEMA}.{dataset}_documents AS SELECT * FROM read_parquet('{path}')"
+
+
+def views_for(warehouse: Warehouse, dataset: str, table: str) -> dict[str, str]:
+    """``{view name: SQL}`` for one (dataset, table); empty while the table has no files.
+
+    With a document index, ``raw`` / ``chunks`` / ``embeddings`` give two views: the
+    current ``<dataset>_<table>`` and ``<dataset>_<table>_history``; ``documents`` is
+    the index itself. Otherwise one view over every partition, as for any other table.
+    """
+    indexed = warehouse.documents_path(dataset).exists()
+    if table == "documents":
+        return {f"{dataset}_documents": documents_view_sql(warehouse, dataset)} if indexed else {}
+    if not warehouse.has_files(dataset, table) or (table == "embeddings" and indexed and not warehouse.has_files(dataset, "chunks")):
+        return {}
+    if not (indexed and table in CURRENT_TABLES):
+        return {f"{dataset}_{table}": view_sql(warehouse, dataset, table)}
+    history = f"{dataset}_{table}{HISTORY_SUFFIX}"
+    return {
+        f"{dataset}_documents": documents_view_sql(warehouse, dataset),
+        history: _history_sql(warehouse, dataset, table, f"{SCHEMA}.{history}"),
+        f"{dataset}_{table}": current_view_sql(warehouse, dataset, table),
+    }
 
 
 def _quote(s: str) -> str:
@@ -215,12 +297,14 @@ def connect_catalog(warehouse: Warehouse, read_only: bool = True, wait_s: float 
 def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]], wait_s: float = 60.0) -> list[str]:
     """Make sure ``codex.<dataset>_<table>`` is current for each (dataset, table) with files.
 
-    Views read Parquet globs, so new partitions show up without touching the DuckDB
-    file: it is written only when a view is missing or its definition changed (each
-    view carries a hash of its SQL as its comment), one process at a time. Returns
-    the names of the views (re)created.
+    Views read Parquet globs (and the document index at a fixed path), so new
+    partitions show up without touching the DuckDB file: it is written only when a
+    view is missing or its definition changed (each view carries a hash of its SQL as
+    its comment), one process at a time. Returns the names of the views (re)created.
     """
-    wanted = {f"{d}_{t}": view_sql(warehouse, d, t) for d, t in views if warehouse.has_files(d, t)}
+    wanted: dict[str, str] = {}
+    for d, t in views:
+        wanted.update(views_for(warehouse, d, t))
     if not wanted:
         return []
     with _file_lock(warehouse.catalog_path):
@@ -241,7 +325,7 @@ def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]], wait_s: flo
         con = _connect(warehouse.catalog_path, False, wait_s)
         try:
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            for name, sql in stale.items():
+            for name, sql in stale.items():  # dict order: a view's dependencies come first
                 con.execute(sql)
                 con.execute(f"COMMENT ON VIEW {SCHEMA}.{name} IS '{_fingerprint(sql)}'")
         finally:

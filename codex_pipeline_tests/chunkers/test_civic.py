@@ -14,17 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline.datasets import steps as pipeline
-from codex_pipeline.chunkers.civic import chunk_civic, merge_turns
+from codex_pipeline.chunkers.civic import CivicLimits, chunk_civic, merge_turns
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
 from codex_pipeline.core.contract_check import validate_chunks
 from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.civic import load_civic_day, render_record
 from codex_pipeline.sources.council_transcript import parse_transcript
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
-from codex_pipeline.core.tokens import count_tokens
-
+from codex_pipeline_tests.chunkers.test_record_view import assert_old_raw_is_refused, assert_same_chunks_after_raw
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ SAMPLE = REPO / "codex_pipeline" / "sample_landing" / "civic_intelligence"
 CORPUS = (REPO / ".." / "shared" / "corpora" / "council").resolve()  # beside the checkout, optional
 SPEC = get_dataset("civic_intelligence")
 DAY = dt.date(2026, 11, 24)
-RUN_AT = dt.datetime(2026, 11, 25, 6, 0, tzinfo=dt.timezone.utc)
+RUN_AT = dt.datetime(2026, 11, 25, 6, 0, tzinfo=dt.UTC)
 
 SEED_SQL = """-- Retrieve a chunk's parent, then re-score at parent scope
 WITH hit AS (
@@ -252,9 +252,7 @@ def _assert_no_content_dropped(doc: SourceDocument, covered: np.ndarray) -> None
     if doc.payload and "transcript" in doc.payload:
         spans = [(t.text_start, t.text_end) for t in parse_transcript(text).turns]
     else:
-        _, layout = render_record(doc.payload)
-        spans = [s for item in layout for s in (item.header, *[t.span for t in item.turns], *item.conditions,
-                                                 *[n for _, n in item.contingencies])]
+        spans = [(b.start, b.end) for b in render_record(doc.payload)[1]]
     for s, e in spans:
         missing = [i for i in range(s, e) if covered[i] == 0 and not text[i].isspace()]
         assert not missing, (doc.doc_id, text[s:e][:80])
@@ -396,6 +394,23 @@ def test_properties_over_the_sample_landing_days() -> None:
     for day in sorted(SAMPLE.iterdir()):
         docs = load_civic_day(day).documents
         check_tree(docs, rows(docs))
+        assert_same_chunks_after_raw("civic_intelligence", docs)
+        assert_old_raw_is_refused("civic_intelligence", docs)
+
+
+def test_limits_are_the_limits_given() -> None:
+    docs = load(FIX)
+    record, transcript = sorted(docs, key=lambda d: d.source_file)
+    assert [d.section_id for d in chunk_civic(record, CivicLimits(merge_below_tokens=0))] == [
+        "item.4", "item.4.turn.1", "item.4.turn.2", "item.4.turn.3", "item.4.condition.1", "item.4.condition.2",
+        "item.4.contingency.budget", "item.4.contingency.contract", "item.B2",
+    ]  # nothing is under 0 tokens: no turn is merged
+    (merged,) = [d for d in chunk_civic(record, CivicLimits(merge_separator=" / ")) if d.metadata.get("merged")]
+    assert merged.text == "Ana Ruiz (Chair): Item four, the sidewalk list. / Ana Ruiz (Chair): Thank you, Ben."
+    item1 = next(d for d in chunk_civic(transcript, CivicLimits(announcement_chars=20, summary_speakers=1))
+                 if d.section_id == "item.1")
+    assert item1.text.startswith('Agenda item 1 (inferred: the chair, Mayor Quinn, announced it): "The next item on…" '
+                                 "Speakers: Mayor Quinn (2 turns), and 2 more.")
 
 
 # ------------------------------------------------------------------ Dagster + the seed's parent-child SQL
@@ -406,9 +421,9 @@ def test_dagster_materialization_and_the_seed_parent_child_sql(warehouse: Wareho
         land(warehouse, "civic_intelligence", day, SAMPLE / day)
         result = materialize_dataset(warehouse, "civic_intelligence", day)
         assert result.success
-        (evaluation,) = [e.event_specific_data for e in result.all_events
-                         if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-        assert evaluation.passed
+        evaluations = [e.event_specific_data for e in result.all_events
+                       if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+        assert evaluations and all(e.passed for e in evaluations)
 
     chunks = warehouse.read("civic_intelligence", "chunks", DAY).to_pylist()
     by_section = {(c["doc_id"], c["section_id"]): c for c in chunks}
@@ -448,6 +463,7 @@ def test_real_transcripts_hold_every_property() -> None:
     docs = load(CORPUS)
     table = rows(docs)
     check_tree(docs, table)
+    assert_same_chunks_after_raw("civic_intelligence", docs)
     anchors = [json.loads(a) for a in table.column("evidence_anchor").to_pylist()]
     assert all({"start", "end"} <= set(a) for a in anchors)
     turn_rows = [r for r in table.to_pylist() if r["chunk_type"] == "speaker_turn"]

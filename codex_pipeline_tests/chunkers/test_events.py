@@ -7,24 +7,28 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline.chunkers.events import EVENT_WINDOW_OVERLAP, EVENT_WINDOW_TOKENS, chunk_event
+from codex_pipeline.chunkers.events import EVENT_WINDOW_OVERLAP, EVENT_WINDOW_TOKENS, EventLimits, chunk_event
 from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.core.ids import make_doc_id
-from codex_pipeline.sources.events import DATASET, load_events_day, render_event
 from codex_pipeline.core.tokens import count_tokens
-
-from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline.sources.events import DATASET, load_events_day, render_event
+from codex_pipeline.sources.records import RawRecord
+from codex_pipeline.sources.structured import build_documents
 from codex_pipeline_tests.chunkers.test_record_view import (
     SAMPLE,
     assert_chunk_properties,
+    assert_old_raw_is_refused,
     assert_order_independent,
+    assert_same_chunks_after_raw,
     chunk_docs,
 )
+from codex_pipeline_tests.conftest import FIXTURES
 
 
 def event_doc(rec: dict) -> SourceDocument:
-    return SourceDocument(make_doc_id(DATASET, rec["event_id"]), rec["event_id"], render_event(rec).text, "t.jsonl",
-                          rec["title"], payload=rec)
+    """The reader's document for an (unvalidated) record: canonical text, payload and blocks."""
+    (doc,) = build_documents(DATASET, [(rec["event_id"], RawRecord("t.jsonl", "line 1", rec))], render_event,
+                             lambda e: e["title"]).documents
+    return doc
 
 
 def is_window(row: dict) -> bool:
@@ -139,7 +143,7 @@ def test_event_properties_hold_for_any_description(first, words, paras, ref, tag
     assert_chunk_properties(table, [doc], may_overlap=is_window)
     rows = table.to_pylist()
     assert rows[0]["section_id"] == "EVT-P"
-    desc = render_event(rec).part("description")
+    desc = doc.block("description")
     if desc and count_tokens(doc.text[desc.start:]) > EVENT_WINDOW_TOKENS:
         assert len(rows) >= 2
     for r in rows[1:]:
@@ -155,6 +159,17 @@ def test_sample_days_and_fixture_hold_the_properties(tmp_path: Path) -> None:
         assert_chunk_properties(table, docs, may_overlap=is_window)
         assert set(table.column("chunk_type").to_pylist()) == {"event"}
         assert_order_independent(DATASET, day_dir, tmp_path / day_dir.name)
+        assert_same_chunks_after_raw(DATASET, docs)
+        assert_old_raw_is_refused(DATASET, docs)
+
+
+def test_window_limits_are_the_limits_given() -> None:
+    assert EventLimits() == EventLimits(window_tokens=800, overlap_tokens=50, piece_target_tokens=800)
+    doc = event_doc(dict(SMALL, event_id="EVT-T-4", description=long_description(120)))
+    default, small = chunk_event(doc), chunk_event(doc, EventLimits(window_tokens=300, overlap_tokens=20))
+    assert len(small) > len(default) and small[0] == default[0]  # same header parent, more windows
+    assert max(d.token_count for d in small[1:]) <= 300
+    assert all(d.parent_section_id == "EVT-T-4" for d in small[1:])
 
 
 def test_sample_dark_event_is_split_under_its_header() -> None:

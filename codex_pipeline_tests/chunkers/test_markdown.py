@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline.datasets import steps as pipeline
-from codex_pipeline.chunkers.markdown import MarkdownChunker, chunk_markdown, clean_title, parse_structure
+from codex_pipeline.chunkers.markdown import SEED_CHARS, MarkdownLimits, MissingStructure, chunk_markdown, structure
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
 from codex_pipeline.core.contract_check import validate_chunks
-from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.core.documents import SourceDocument, blocks_from_json, blocks_to_json
 from codex_pipeline.core.rows import ChunkDraft
-from codex_pipeline.sources.markdown import load_docs_day, split_front_matter
 from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.sources.markdown import load_docs_day, markdown_document
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "docs"
@@ -27,7 +27,14 @@ HTTPX = ROOT.parent / "shared" / "corpora" / "markdown" / "httpx"
 
 
 def doc(text: str, rid: str = "t.md") -> SourceDocument:
-    return SourceDocument(doc_id=f"urn:aprs:docs:{rid}", record_id=rid, text=text, source_file=rid, title="T")
+    """A document as the docs reader hands it over: canonical text plus its parsed blocks."""
+    d = markdown_document(rid, text)
+    assert isinstance(d, SourceDocument), d
+    return d
+
+
+def no_fusing(d: SourceDocument) -> list[ChunkDraft]:
+    return chunk_markdown(d, MarkdownLimits(min_size=0))
 
 
 def fixture(name: str) -> SourceDocument:
@@ -44,7 +51,9 @@ def check_drafts(d: SourceDocument, drafts: list[ChunkDraft], cap: int = MAX_CHU
     assert drafts
     ids = [x.section_id for x in drafts]
     assert len(ids) == len(set(ids))
-    body_start = split_front_matter(d.text).end
+    body = d.block("body")
+    assert body is not None
+    body_start = body.start
     for x in drafts:
         assert x.chunk_type == ChunkType.DOC_SECTION
         assert 1 <= x.token_count <= cap
@@ -64,12 +73,25 @@ def check_drafts(d: SourceDocument, drafts: list[ChunkDraft], cap: int = MAX_CHU
     assert not missing, repr(d.text[missing[0] : missing[0] + 60])
 
 
+def check_sections_tile(d: SourceDocument) -> None:
+    """Sections cover the body from its first non-blank line to the end, in order, without gaps."""
+    st_ = structure(d)
+    body = d.block("body")
+    assert body is not None
+    assert not d.text[body.start : st_.content_start].strip()
+    assert st_.sections[0].start == st_.content_start and st_.sections[-1].end == len(d.text)
+    for a, b in zip(st_.sections, st_.sections[1:]):
+        assert a.end == b.start
+    heads = [h for h in st_.headers if h.level <= 3]
+    assert [s.start for s in st_.sections if s.path] == [h.start for h in heads]
+
+
 # -- structure ----------------------------------------------------------------------------
 
 
 def test_header_paths_setext_fences_and_front_matter() -> None:
     d = fixture("guide.md")
-    drafts = MarkdownChunker(min_tokens=0)(d)  # no fusing: one chunk per section
+    drafts = no_fusing(d)  # one chunk per section
     got = [(x.section_id, x.metadata["headers"]) for x in drafts]
     assert got == [
         ("field-guide", ["Field guide"]),
@@ -109,22 +131,49 @@ def test_fused_chunk_keeps_every_sections_header_path() -> None:
 
 def test_atx_variants_and_title_cleaning() -> None:
     text = "# One #\n\n  ## The `Client` *class* {#client}\n\ntext\n\n#not-a-header\n\n####### seven\n\n### [Link](u.md)\n"
-    st_ = parse_structure(text)
+    st_ = structure(doc(text))
     assert [(h.level, h.title) for h in st_.headers] == [(1, "One"), (2, "The Client class"), (3, "Link")]
-    drafts = MarkdownChunker(min_tokens=0)(doc(text))
+    drafts = no_fusing(doc(text))
     assert [x.section_id for x in drafts] == ["one", "one/the-client-class", "one/the-client-class/link"]
-    assert clean_title("**Bold** and _it_") == "Bold and it"
+    assert structure(doc("# **Bold** and _it_\n")).headers[0].title == "Bold and it"
 
 
 def test_setext_needs_a_paragraph_and_dashes_after_a_blank_line_are_a_rule() -> None:
     text = "Title\n=====\n\nintro\n\n---\n\n- item\n---\n\nSub\n---\nbody\n"
-    st_ = parse_structure(text)
+    st_ = structure(doc(text))
     assert [(h.level, h.title) for h in st_.headers] == [(1, "Title"), (2, "Sub")]
+
+
+def test_heading_in_an_html_comment_is_not_a_section() -> None:
+    """CommonMark: an HTML block runs to its end condition, so ``# Not a heading`` is comment text.
+
+    The hand-written scanner this replaced made it a section and nested every later
+    section under it.
+    """
+    text = "# Guide\n\nIntro.\n\n<!--\n# Not a heading\n-->\n\n## Setup\n\nSteps.\n\n## Usage\n\nMore.\n"
+    d = doc(text)
+    drafts = no_fusing(d)
+    assert [(x.section_id, x.metadata["headers"]) for x in drafts] == [
+        ("guide", ["Guide"]),
+        ("guide/setup", ["Guide", "Setup"]),
+        ("guide/usage", ["Guide", "Usage"]),
+    ]
+    assert "<!--\n# Not a heading\n-->" in drafts[0].text
+    check_drafts(d, drafts)
+
+
+def test_nested_headings_are_content_and_top_level_ones_split() -> None:
+    text = ("# Top\n\n    # indented code\n\n> ## Quoted heading\n\n- ## Listed heading\n\n  ```\n  # in a fence in a list\n"
+            "  ```\n\n<details>\n\n## Inside details\n\n</details>\n")
+    drafts = no_fusing(doc(text))
+    # a heading directly inside an HTML block's blank-line-ended start tag is top level again (CommonMark)
+    assert [x.section_id for x in drafts] == ["top", "top/inside-details"]
+    assert "> ## Quoted heading" in drafts[0].text and "- ## Listed heading" in drafts[0].text
 
 
 def test_preamble_and_h4_stay_inside_sections() -> None:
     text = "Intro words.\n\n# A\n\n#### deep\n\nmore\n"
-    drafts = MarkdownChunker(min_tokens=0)(doc(text))
+    drafts = no_fusing(doc(text))
     assert [x.section_id for x in drafts] == ["preamble", "a"]
     assert drafts[0].metadata["headers"] == []
     assert "#### deep" in drafts[1].text
@@ -138,7 +187,7 @@ def test_fuse_adjacent_small_sections_up_to_max() -> None:
     d = doc("".join(sections))
     sizes = [count_tokens(s) for s in sections]
     assert all(140 < n < 256 for n in sizes)
-    drafts = MarkdownChunker(min_tokens=256, max_tokens=512, overlap_tokens=32)(d)
+    drafts = chunk_markdown(d, MarkdownLimits(min_size=256, max_size=512, overlap=32))
     assert [x.section_id for x in drafts] == ["s0", "s2"]
     assert drafts[0].metadata["header_paths"] == [["S0"], ["S1"]]
     assert drafts[1].metadata["header_paths"] == [["S2"]]
@@ -182,7 +231,7 @@ def test_tables_and_fences_are_not_cut_below_the_cap() -> None:
         f"```python\n{code}\n```\n\n{para(3, 60)}\n"
     )
     d = doc(text)
-    drafts = MarkdownChunker(min_tokens=64, max_tokens=200, overlap_tokens=16)(d)
+    drafts = chunk_markdown(d, MarkdownLimits(min_size=64, max_size=200, overlap=16))
     table = next(x for x in drafts if "| k | v |" in x.text)
     assert f"| r29 | {para(29, 12)} |" in table.text and table.token_count > 200
     fence = next(x for x in drafts if "```python" in x.text)
@@ -220,21 +269,52 @@ def test_code_block_over_the_cap_is_cut_between_lines() -> None:
 def test_char_budget_is_the_seeds() -> None:
     text = "# Guide\n\n" + "\n\n".join(f"## Part {i}\n\n" + "\n\n".join(para(i + k, 40) for k in range(8)) for i in range(6))
     d = doc(text)
-    chunker = MarkdownChunker(min_char=1024, max_char=2048, chunk_overlap=128)
-    assert chunker.budget.unit == "chars"
-    drafts = chunker(d)
+    assert SEED_CHARS == MarkdownLimits(min_size=1024, max_size=2048, overlap=128, unit="chars")
+    drafts = chunk_markdown(d, SEED_CHARS)
     assert all(len(x.text) <= 2048 + 128 for x in drafts)
     assert any(len(x.text) > 1024 for x in drafts)
     check_drafts(d, drafts)
 
 
-def test_invalid_budgets_are_refused() -> None:
+def test_invalid_limits_are_refused() -> None:
     with pytest.raises(ValueError):
-        MarkdownChunker(min_tokens=600, max_tokens=512)
+        MarkdownLimits(min_size=600, max_size=512)
     with pytest.raises(ValueError):
-        MarkdownChunker(max_tokens=2000)
+        MarkdownLimits(max_size=2000)
     with pytest.raises(ValueError):
-        MarkdownChunker(overlap_tokens=400)
+        MarkdownLimits(overlap=400)
+    with pytest.raises(ValueError):
+        MarkdownLimits(unit="lines")  # type: ignore[arg-type]
+
+
+# -- structure comes from the reader, through the raw table ---------------------------------
+
+
+def test_a_document_without_parsed_blocks_is_refused_with_the_fix() -> None:
+    """A raw partition ingested before the reader stored blocks must not be chunked by guesswork."""
+    old = SourceDocument(doc_id="urn:aprs:docs:old.md", record_id="old.md", text="# A\n\nbody\n", source_file="old.md",
+                         payload={"path": "old.md", "body_start": 0})
+    with pytest.raises(MissingStructure) as err:
+        chunk_markdown(old)
+    message = str(err.value)
+    assert "\n" not in message and "re-materialize" in message and "raw" in message
+    out = pipeline.chunk(get_dataset("docs"), dt.date(2026, 11, 24), [old])
+    assert out.table.num_rows == 0
+    assert "re-materialize" in out.rejects.column("reason")[0].as_py()
+
+
+def test_blocks_survive_the_raw_table() -> None:
+    """What the chunk step reads back from raw (blocks as JSON) chunks exactly like the reader's output."""
+    day = dt.date(2026, 11, 24)
+    docs = list({d.doc_id: d for d in reversed(shipped_docs())}.values())  # one revision per id, as in a partition
+    raw = pipeline.ingest(get_dataset("docs"), day, docs, []).table
+    back = pipeline.documents_from_raw(raw)
+    assert [d.blocks for d in back] == [d.blocks for d in docs]
+    for a, b in zip(docs, back):
+        assert [(x.section_id, x.spans, x.metadata) for x in chunk_markdown(a)] == [
+            (x.section_id, x.spans, x.metadata) for x in chunk_markdown(b)
+        ]
+    assert blocks_from_json(blocks_to_json(docs[0].blocks)) == docs[0].blocks
 
 
 # -- properties over what the project ships ---------------------------------------------------
@@ -247,13 +327,13 @@ def shipped_docs() -> list[SourceDocument]:
     return docs
 
 
-@pytest.mark.parametrize("chunker", [chunk_markdown, MarkdownChunker(min_char=1024, max_char=2048, chunk_overlap=128)],
-                         ids=["tokens", "chars"])
-def test_properties_on_shipped_markdown(chunker: MarkdownChunker) -> None:
+@pytest.mark.parametrize("limits", [MarkdownLimits(), SEED_CHARS], ids=["tokens", "chars"])
+def test_properties_on_shipped_markdown(limits: MarkdownLimits) -> None:
     for d in shipped_docs():
-        first = chunker(d)
+        first = chunk_markdown(d, limits)
         check_drafts(d, first)
-        again = chunker(d)
+        check_sections_tile(d)
+        again = chunk_markdown(d, limits)
         assert [(x.section_id, x.spans, x.token_count) for x in again] == [
             (x.section_id, x.spans, x.token_count) for x in first
         ]
@@ -275,6 +355,7 @@ def test_properties_on_httpx_docs() -> None:
     docs = load_docs_day(HTTPX).documents
     assert len(docs) >= 23
     for d in docs:
+        check_sections_tile(d)
         check_drafts(d, chunk_markdown(d))
 
 
@@ -286,6 +367,10 @@ _block = st.one_of(
     st.integers(1, 120).map(lambda n: "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {para(i, 8)} |" for i in range(n))),
     st.just("---"),
     st.just("  indented line\n    deeper line"),
+    st.just("<!--\n# Not a heading\n\n## nor this\n-->"),
+    st.integers(1, 40).map(lambda n: "> # Quoted\n>\n> " + para(n, n)),
+    st.integers(1, 40).map(lambda n: "- ## Listed\n\n  ```sh\n" + "\n".join(f"  # step {i}" for i in range(n)) + "\n  ```"),
+    st.just("## Ünïcödé `code` *emph* — 日本語"),
 )
 
 
@@ -293,8 +378,11 @@ _block = st.one_of(
 @given(blocks=st.lists(_block, min_size=1, max_size=25), front=st.booleans())
 def test_properties_on_generated_markdown(blocks: list[str], front: bool) -> None:
     text = ("---\ntitle: gen\n---\n" if front else "") + "\n\n".join(blocks) + "\n"
-    d = doc(text)
-    if not text[split_front_matter(text).end :].strip():
+    d = markdown_document("t.md", text)
+    if not isinstance(d, SourceDocument):  # a body of blank lines only is a reject
         return
+    check_sections_tile(d)
+    # only the generated top-level headings are headings: none from a fence, comment, quote or list
+    assert all(h.title.split()[0] in ("Heading", "Setext", "Ünïcödé") for h in structure(d).headers)
     check_drafts(d, chunk_markdown(d))
-    check_drafts(d, MarkdownChunker(min_tokens=32, max_tokens=96, overlap_tokens=8)(d))
+    check_drafts(d, chunk_markdown(d, MarkdownLimits(min_size=32, max_size=96, overlap=8)))

@@ -8,16 +8,19 @@ from pathlib import Path
 from codex_pipeline.chunkers.osha import chunk_osha_case
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
 from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.core.ids import make_chunk_id, make_doc_id
-from codex_pipeline.sources.osha import DATASET, load_osha_day, render_case
-
-from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline.core.ids import make_chunk_id
+from codex_pipeline.sources.osha import DATASET, case_title, load_osha_day, render_case
+from codex_pipeline.sources.records import RawRecord
+from codex_pipeline.sources.structured import build_documents
 from codex_pipeline_tests.chunkers.test_record_view import (
     SAMPLE,
     assert_chunk_properties,
+    assert_old_raw_is_refused,
     assert_order_independent,
+    assert_same_chunks_after_raw,
     chunk_docs,
 )
+from codex_pipeline_tests.conftest import FIXTURES
 
 SMALL = {
     "inspection_id": "1700001",
@@ -39,8 +42,10 @@ SMALL = {
 
 
 def case_doc(rec: dict) -> SourceDocument:
-    return SourceDocument(make_doc_id(DATASET, rec["inspection_id"]), rec["inspection_id"], render_case(rec).text,
-                          "t.jsonl", payload=rec)
+    """The reader's document for an (unvalidated) record: canonical text, payload and blocks."""
+    (doc,) = build_documents(DATASET, [(rec["inspection_id"], RawRecord("t.jsonl", "line 1", rec))], render_case,
+                             case_title).documents
+    return doc
 
 
 def test_golden_small_case_tree() -> None:
@@ -114,6 +119,8 @@ def test_sample_days_and_fixture_hold_the_properties(tmp_path: Path) -> None:
         summaries = [r for r in table.to_pylist() if r["chunk_type"] == "osha_case_summary"]
         assert len(summaries) == len(docs)
         assert_order_independent(DATASET, day_dir, tmp_path / day_dir.name)
+        assert_same_chunks_after_raw(DATASET, docs)
+        assert_old_raw_is_refused(DATASET, docs)
 
 
 def test_sample_multi_citation_case_with_grouped_items() -> None:

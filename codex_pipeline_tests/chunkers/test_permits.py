@@ -12,16 +12,19 @@ from codex_pipeline.chunkers.permits import chunk_permit
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
 from codex_pipeline.core.contract_check import validate_chunks
 from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.core.ids import make_chunk_id, make_doc_id
-from codex_pipeline.sources.permits import DATASET, load_permits_day, render_permit
-
-from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline.core.ids import make_chunk_id
+from codex_pipeline.sources.permits import DATASET, load_permits_day, permit_title, render_permit
+from codex_pipeline.sources.records import RawRecord
+from codex_pipeline.sources.structured import build_documents
 from codex_pipeline_tests.chunkers.test_record_view import (
     SAMPLE,
     assert_chunk_properties,
+    assert_old_raw_is_refused,
     assert_order_independent,
+    assert_same_chunks_after_raw,
     chunk_docs,
 )
+from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 CALGARY = (REPO / ".." / "shared" / "corpora" / "permits" / "calgary_building_permits.csv").resolve()
@@ -57,8 +60,10 @@ Rear addition."""
 
 
 def permit_doc(rec: dict) -> SourceDocument:
-    return SourceDocument(make_doc_id(DATASET, rec["permit_number"]), rec["permit_number"], render_permit(rec).text,
-                          "t.jsonl", payload=rec)
+    """The reader's document for an (unvalidated) record: canonical text, payload and blocks."""
+    (doc,) = build_documents(DATASET, [(rec["permit_number"], RawRecord("t.jsonl", "line 1", rec))], render_permit,
+                             permit_title).documents
+    return doc
 
 
 def tree(rows: list[dict]) -> list[tuple]:
@@ -160,6 +165,8 @@ def test_sample_days_and_fixture_hold_the_properties(tmp_path: Path) -> None:
         assert_chunk_properties(table, docs)
         assert set(table.column("chunk_type").to_pylist()) <= {"permit_summary", "permit_scope_section", "condition"}
         assert_order_independent(DATASET, day_dir, tmp_path / day_dir.name)
+        assert_same_chunks_after_raw(DATASET, docs)
+        assert_old_raw_is_refused(DATASET, docs)
 
 
 def test_sample_permits_have_multi_section_trees_with_conditions() -> None:

@@ -11,22 +11,22 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline.datasets import steps as pipeline
-from codex_pipeline.chunkers.record_view import chunk_record_view, section_drafts
+from codex_pipeline.chunkers.record_view import RecordLimits, chunk_record_view, section_drafts
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
 from codex_pipeline.core.contract_check import validate_chunks
 from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.records import RawRecord
 from codex_pipeline.sources.structured import LEHD_FLOWS, POI_INTELLIGENCE, URBAN_SIGNAL_GRID, build_documents
-from codex_pipeline.core.tokens import count_tokens
-
 from codex_pipeline_tests.conftest import FIXTURES
 
 DAY = dt.date(2026, 11, 24)
@@ -38,7 +38,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "codex_pipeline" / "sample_landin
 
 def chunk_docs(dataset: str, docs: list[SourceDocument]) -> pa.Table:
     """Chunk through the pipeline step the Dagster asset calls; no chunk-stage rejects allowed."""
-    out = pipeline.chunk(get_dataset(dataset), DAY, docs, chunked_at=dt.datetime(2026, 11, 24, tzinfo=dt.timezone.utc))
+    out = pipeline.chunk(get_dataset(dataset), DAY, docs, chunked_at=dt.datetime(2026, 11, 24, tzinfo=dt.UTC))
     assert out.rejects.num_rows == 0, out.rejects.to_pylist()
     return out.table
 
@@ -109,6 +109,27 @@ def assert_order_independent(dataset: str, day_dir: Path, tmp_path: Path) -> Non
     again = chunk_key_set(chunk_docs(dataset, spec.load_day(day_dir).documents))
     flipped = chunk_key_set(chunk_docs(dataset, spec.load_day(reversed_day(day_dir, tmp_path / "reversed")).documents))
     assert first == again == flipped
+
+
+def assert_same_chunks_after_raw(dataset: str, docs: list[SourceDocument]) -> None:
+    """The blocks survive ``raw``: documents read back from the raw table chunk exactly alike."""
+    spec = get_dataset(dataset)
+    raw = pipeline.ingest(spec, DAY, docs, [])
+    again = pipeline.documents_from_raw(raw.table)
+    assert [d.blocks for d in again] == [d.blocks for d in docs]
+    assert chunk_docs(dataset, again).to_pylist() == chunk_docs(dataset, docs).to_pylist()
+
+
+def assert_old_raw_is_refused(dataset: str, docs: list[SourceDocument]) -> None:
+    """A document without its blocks (raw written by an older reader) is a one-line chunk reject naming it."""
+    old = [replace(d, blocks=()) for d in docs]
+    out = pipeline.chunk(get_dataset(dataset), DAY, old, chunked_at=dt.datetime(2026, 11, 24, tzinfo=dt.UTC))
+    assert out.table.num_rows == 0
+    rejects = out.rejects.to_pylist()
+    assert [r["record_ref"] for r in rejects] == [d.record_id for d in docs]
+    for r, d in zip(rejects, docs):
+        assert r["stage"] == "chunk" and "\n" not in r["reason"]
+        assert d.doc_id in r["reason"] and "re-materialize the raw partition" in r["reason"], r["reason"]
 
 
 def docs_of(ds, records: list[dict]) -> list[SourceDocument]:
@@ -186,6 +207,15 @@ def test_outsized_record_is_split_into_a_root_and_children() -> None:
     assert_chunk_properties(chunk_docs("poi_intelligence", docs), docs)
 
 
+def test_piece_target_of_the_limits_sizes_the_pieces() -> None:
+    docs = POI_INTELLIGENCE.load_day(FIXTURES / "poi_intelligence").documents
+    big = next(d for d in docs if d.record_id == "poi-tac-000077")
+    small = chunk_record_view(big, RecordLimits(piece_target_tokens=300))
+    assert len(small) > len(chunk_record_view(big)) == 3
+    assert all(d.token_count <= MAX_CHUNK_TOKENS for d in small) and small[0].section_id == "record"
+    assert "".join(d.text for d in small).replace(" ", "").replace("\n", "") == big.text.replace(" ", "").replace("\n", "")
+
+
 def test_section_drafts_leaf_pieces_are_siblings_under_the_parent() -> None:
     text = "Head line\n\n" + "\n\n".join(f"Paragraph {i}. " + "word " * 300 for i in range(8))
     drafts = section_drafts(text, 11, len(text), "scope.3", ChunkType.PERMIT_SCOPE_SECTION, parent="summary")
@@ -220,6 +250,8 @@ def test_sample_days_hold_the_properties_and_ids_do_not_depend_on_record_order(t
             assert set(table.column("chunk_type").to_pylist()) == {"record_view"}
             assert_chunk_properties(table, docs)
             assert_order_independent(ds.name, day_dir, tmp_path / ds.name / day)
+            assert all(d.blocks == () for d in docs)  # the view needs no blocks: its text is the chunk
+            assert_same_chunks_after_raw(ds.name, docs)
 
 
 def test_every_structured_dataset_shares_the_one_chunker() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from codex_pipeline.core.documents import blocks_from_json, blocks_to_json
 from codex_pipeline.sources.civic import (
     CONDITION_SCHEMA,
     CONTINGENCY_SCHEMA,
@@ -17,8 +18,7 @@ from codex_pipeline.sources.civic import (
     load_civic_day,
     render_record,
 )
-from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript
-
+from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript, transcript_blocks
 from codex_pipeline_tests.conftest import FIXTURES
 
 HERE = Path(__file__).resolve()
@@ -128,27 +128,42 @@ def test_duplicate_record_ids_across_files_and_transcripts_are_rejected(tmp_path
     assert reasons[2].startswith("unsupported file type '.pdf'")
 
 
-def test_canonical_text_layout_points_at_real_text() -> None:
+def test_canonical_text_blocks_point_at_real_text() -> None:
     rec = golden_record()
-    text, layout = render_record(rec)
-    (item4, item_b2) = layout
-    assert text[slice(*item4.header)] == (
+    text, blocks = render_record(rec)
+    assert [(b.kind, b.key) for b in blocks] == [
+        ("agenda_item", "4"), ("turn", "Ana Ruiz"), ("turn", "Ben Cho"), ("turn", "Ana Ruiz"),
+        ("condition", "1"), ("condition", "2"), ("contingency", "budget"), ("contingency", "contract"),
+        ("agenda_item", "B2"),
+    ]
+    assert [b.start for b in blocks] == sorted(b.start for b in blocks), "blocks in text order"
+    item4, item_b2 = blocks[0], blocks[-1]
+    assert text[item4.start:item4.end] == (
         "Item 4: Sidewalk repair program\nSummary: Council approved the 2027 sidewalk repair list.\nAction: Approved 3-0"
     )
-    for t, raw in zip(item4.turns, rec["agenda_items"][0]["turns"]):
-        assert text[slice(*t.text_span)] == raw["text"]
-        assert text[slice(*t.span)] == f"{raw['speaker']} ({raw['role']}): {raw['text']}"
-    assert [text[s:e] for s, e in item4.conditions] == [
-        "Condition 1: Repairs on Elm Street are completed before June 1.",
-        "Blocker 2 [budget-pending]: The 2027 budget is not yet adopted.",
+    assert item4.meta == {"title": "Sidewalk repair program"}
+    for t, raw in zip(blocks[1:4], rec["agenda_items"][0]["turns"]):
+        assert text[t.start + t.meta["text"]:t.end] == raw["text"]
+        assert text[t.start:t.end] == f"{raw['speaker']} ({raw['role']}): {raw['text']}"
+        assert (t.meta.get("start"), t.meta.get("end")) == (raw.get("start"), raw.get("end"))
+    assert [(text[b.start:b.end], b.meta) for b in blocks[4:6]] == [
+        ("Condition 1: Repairs on Elm Street are completed before June 1.", {"kind": "condition"}),
+        ("Blocker 2 [budget-pending]: The 2027 budget is not yet adopted.", {"kind": "blocker", "tag": "budget-pending"}),
     ]
-    assert [(i, text[s:e]) for i, (s, e) in item4.contingencies] == [
-        ("budget", "Contingency budget: Council adopts the 2027 budget. Depends on: nothing (start node)."),
-        ("contract", "Contingency contract [open]: Council awards the repair contract. Depends on: budget."),
+    assert [(b.key, text[b.start:b.end], b.meta) for b in blocks[6:8]] == [
+        ("budget", "Contingency budget: Council adopts the 2027 budget. Depends on: nothing (start node).",
+         {"depends_on": []}),
+        ("contract", "Contingency contract [open]: Council awards the repair contract. Depends on: budget.",
+         {"depends_on": ["budget"]}),
     ]
-    assert item_b2.number == "B2" and item_b2.turns == () and text.endswith(
-        "Item B2: Adjournment\nSummary: The meeting adjourned at 7:45 p.m.\n"
-    )
+    assert text.endswith("Item B2: Adjournment\nSummary: The meeting adjourned at 7:45 p.m.\n")
+    assert text[item_b2.start:item_b2.end] == "Item B2: Adjournment\nSummary: The meeting adjourned at 7:45 p.m."
+
+
+def test_record_documents_carry_their_blocks_through_raw(tmp_path: Path) -> None:
+    (doc,) = load_civic_day(write_day(tmp_path, [golden_record()])).documents
+    assert doc.blocks == render_record(doc.payload)[1]
+    assert blocks_from_json(blocks_to_json(doc.blocks)) == doc.blocks  # JSON values only: raw keeps them exactly
 
 
 def test_rendering_strips_values_and_is_deterministic() -> None:
@@ -200,6 +215,33 @@ def test_parse_transcript_offsets_and_times() -> None:
     assert [t.ordinal for t in parsed.turns] == list(range(1, 9))
 
 
+def test_transcript_blocks_hold_the_parse_and_the_inferred_items() -> None:
+    text = (FIX / "testville-2026-11-24-transcript.txt").read_text()
+    parsed = parse_transcript(text)
+    inf = infer_agenda_items(text, parsed.turns)
+    blocks = transcript_blocks(parsed, inf)
+    assert [(b.kind, b.key) for b in blocks] == [
+        ("agenda_item", "0"), ("turn", "Mayor Quinn"), ("turn", "City Clerk"),
+        ("agenda_item", "1"), *[("turn", t.speaker) for t in parsed.turns[2:]],
+    ]
+    assert [b.start for b in blocks] == sorted(b.start for b in blocks), "blocks in text order"
+    turns = [b for b in blocks if b.kind == "turn"]
+    for b, t in zip(turns, parsed.turns, strict=True):
+        assert (b.start, b.end) == (t.speaker_start, t.text_end)
+        assert b.start + b.meta["text"] == t.text_start
+        s0, e0, s1, e1 = (b.start + x for x in b.meta["times"])
+        assert (text[s0:e0], text[s1:e1]) == (t.start, t.end) and (s0, s1) == (t.start_pos, t.end_pos)
+    item1 = blocks[3]
+    assert item1.meta == {"turns": [2, 8], "announcements": [2], "patterns": ["ordinal item … is"],
+                          "chair": "Mayor Quinn"}
+    assert (item1.start, item1.end) == (turns[2].start, turns[-1].end)
+    (doc,) = [d for d in load_civic_day(FIX).documents if d.source_file.endswith(".txt")]
+    assert doc.blocks == blocks
+    assert doc.payload["transcript"] == {"title": parsed.title, "turns": 8, "malformed_blocks": 0,
+                                         "chair": "Mayor Quinn", "chair_basis": "call to order"}
+    assert blocks_from_json(blocks_to_json(blocks)) == blocks
+
+
 def test_malformed_block_is_reported_and_the_rest_lands(tmp_path: Path) -> None:
     text = (FIX / "testville-2026-11-24-transcript.txt").read_text()
     broken = text.replace("Duration: 3.000 seconds\nText: All five", "Text: All five", 1)
@@ -211,6 +253,7 @@ def test_malformed_block_is_reported_and_the_rest_lands(tmp_path: Path) -> None:
     res = load_civic_day(day)
     (doc,) = res.documents
     assert doc.record_id == "broken-meeting" and doc.payload["transcript"]["turns"] == 7
+    assert len(doc.blocks_of("turn")) == 7  # the malformed block is not a turn
     reasons = {(r.source_file, r.record_ref): r.reason for r in res.rejects}
     line = broken[: broken.index("City Clerk:")].count("\n") + 1
     assert reasons[("broken-meeting.txt", f"line {line}")].startswith("malformed transcript block skipped")
@@ -273,6 +316,7 @@ def test_real_transcripts_parse_cleanly_and_items_are_inferred() -> None:
         items = inf.items
         assert items[0].first == 0 and items[-1].last == len(parsed.turns)
         assert all(a.last == b.first for a, b in zip(items, items[1:]))
+        assert doc.blocks == transcript_blocks(parsed, inf)
     assert fired == {
         "20220722-07-19-22": (3, 4),
         "20231109-11-07-23": (2, 3),

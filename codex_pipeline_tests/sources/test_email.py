@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import email.header
 import shutil
+from email.message import EmailMessage as MimeMessage
 from pathlib import Path
 
+import pytest
+
+from codex_pipeline.sources.email.mbox import Malformed, parse_message, read_mbox, split_mbox
+from codex_pipeline.sources.email.reader import dedupe_messages, load_email_day
 from codex_pipeline.sources.email.threads import (
     build_threads,
     dedup_quotes,
@@ -13,8 +20,6 @@ from codex_pipeline.sources.email.threads import (
     normalize_subject,
     thread_id_for,
 )
-from codex_pipeline.sources.email.reader import dedupe_messages, load_email_day
-from codex_pipeline.sources.email.mbox import parse_message, read_mbox, split_mbox
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "email_threads"
@@ -40,7 +45,7 @@ def test_pipermail_message_headers() -> None:
     assert (m.from_name, m.from_address) == ("Martin v. Löwis", "martin@v.loewis.de")
     assert m.subject == "[python-committers] I have blocked Wes Turner from the Python org on GitHub"
     assert (m.message_id, m.in_reply_to, m.references) == ("m@y", "x@y", ("w@y", "x@y"))
-    assert m.date == dt.datetime(2017, 4, 1, 8, 17, 27, tzinfo=dt.timezone.utc)
+    assert m.date == dt.datetime(2017, 4, 1, 8, 17, 27, tzinfo=dt.UTC)
 
 
 def test_separator_lines_are_strict() -> None:
@@ -100,6 +105,68 @@ def test_eml_and_malformed_mime(tmp_path: Path) -> None:
     # no Message-ID: a deterministic one is synthesized and flagged
     assert d.payload["messages"][0]["message_id_synthesized"] is True
     assert d.payload["messages"][0]["message_id"].endswith("@synthesized.invalid")
+
+
+def test_encoded_words_and_bodies_in_legacy_charsets() -> None:
+    """RFC 2047 headers and a quoted-printable plain part in Latin-1, a base64 HTML part in cp1251."""
+    html = "<html><body><p>Заседание <b>совета</b> перенесено.</p><p>Вторая&nbsp;строка</body></html>"
+    raw = (
+        b"From: =?windows-1252?q?Ren=E9e_O=92Brien?= <renee@example.org>\n"
+        b"Date: Tue, 3 Mar 2026 10:00:00 +0100\n"
+        b"Subject: =?iso-8859-1?q?R=E9union_du_conseil_?=\n =?iso-8859-15?b?pCBidWRnZXQ=?=\n"
+        b"Message-ID: <legacy@example.org>\nMIME-Version: 1.0\n"
+        b'Content-Type: multipart/mixed; boundary="outer"\n\n'
+        b"--outer\nContent-Type: text/plain; charset=iso-8859-1\nContent-Transfer-Encoding: quoted-printable\n\n"
+        b"La r=E9union est d=E9plac=E9e =E0 jeudi, une tr=E8s longue ligne coup=\n=E9e en deux.\n"
+        b"--outer\nContent-Type: text/plain; charset=koi8-r\nContent-Transfer-Encoding: base64\n\n"
+        + base64.encodebytes("Приложение: повестка дня.".encode("koi8-r"))
+        + b"--outer\nContent-Type: application/pdf; name=agenda.pdf\nContent-Disposition: attachment; filename=agenda.pdf\n"
+        b"Content-Transfer-Encoding: base64\n\nJVBERi0xLjQK\n--outer--\n"
+    )
+    m = parse_message(raw, "legacy.eml", None)
+    assert (m.from_name, m.from_address) == ("Renée O’Brien", "renee@example.org")
+    assert m.subject == "Réunion du conseil € budget"  # adjacent encoded words join without their space
+    assert m.body == (
+        "La réunion est déplacée à jeudi, une très longue ligne coupée en deux.\n\n"
+        "Приложение: повестка дня.\n\n[attachment: agenda.pdf]"
+    )
+    html_only = (
+        b"From: a@example.org\nDate: Tue, 3 Mar 2026 10:00:00 +0100\nMIME-Version: 1.0\n"
+        b"Content-Type: text/html; charset=windows-1251\nContent-Transfer-Encoding: base64\n\n"
+        + base64.encodebytes(html.encode("cp1251"))
+    )
+    assert parse_message(html_only, "h.eml", None).body == "Заседание совета перенесено.\n\nВторая строка"
+
+
+@pytest.mark.parametrize("cte", ["quoted-printable", "base64", "8bit"])
+@pytest.mark.parametrize("charset", ["utf-8", "iso-8859-1", "iso-8859-15", "windows-1252", "koi8-r", "shift_jis", "gb2312"])
+def test_bodies_and_subjects_written_by_the_stdlib_read_back(charset: str, cte: str) -> None:
+    """Whatever the charset and transfer encoding a sender's library chose, the text comes back."""
+    sample = {
+        "iso-8859-1": "Café crème, déjà vu",
+        "iso-8859-15": "Café crème, déjà vu, 5 €",
+        "koi8-r": "Отчёт о ремонте: всё готово",
+        "shift_jis": "工事のお知らせ：完了しました",
+        "gb2312": "维修通知：已经完成",
+    }.get(charset, "Café crème — déjà vu, 5 €")
+    body = "\n".join([sample, "a line long enough to be wrapped by quoted-printable, " * 3 + sample] * 3)
+    msg = MimeMessage()
+    msg["From"] = "sender@example.org"
+    msg["Date"] = "Tue, 3 Mar 2026 10:00:00 +0000"
+    msg["Subject"] = email.header.Header(sample, charset).encode()
+    msg.set_content(body, charset=charset, cte=cte)
+    m = parse_message(msg.as_bytes(), "g.eml", None)
+    assert (m.subject, m.body) == (sample, body)
+
+
+def test_undecodable_encoded_word_is_rejected() -> None:
+    head = b"From: a@example.org\nDate: Tue, 3 Mar 2026 10:00:00 +0000\n"
+    for subject in (b"=?utf-8?q?caf=E9?=", b"=?x-no-such-charset?q?caf=E9?="):
+        with pytest.raises(Malformed, match="bad encoding in Subject header: an RFC 2047 encoded word"):
+            parse_message(head + b"Subject: " + subject + b"\n\nbody\n", "s.eml", None)
+    # an unknown charset over plain ASCII loses nothing: read as written
+    ok = parse_message(head + b"Subject: =?x-no-such-charset?q?plain?=\n\nbody\n", "s.eml", None)
+    assert ok.subject == "plain"
 
 
 # -- duplicates -------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from codex_pipeline.sources.events import EVENT_RULES, load_events_day, render_event
-
 from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,6 +34,8 @@ def test_fixture_lands_valid_events_and_rejects_the_bad_one() -> None:
     assert doc.payload == fixture_records()[0]
     assert doc.title.startswith("NORDIC CRANE goes dark")
     assert doc.text == render_event(doc.payload).text
+    assert doc.blocks == render_event(doc.payload).parts  # header / description spans travel with the text
+    assert [b.kind for b in doc.blocks] == ["header", "description"]
     (rej,) = res.rejects
     assert rej.record_ref == "line 4, event_id='EVT-20261125-0014'" and rej.stage == "ingest"
     assert "field 'occurred_at' fails 'ISO 8601 with a UTC offset" in rej.reason

@@ -6,9 +6,14 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
+from codex_pipeline.chunkers.narrative import WindowLimits, chunk_narrative
 from codex_pipeline.sources.narrative import load_narrative_day
+from codex_pipeline_tests.sources.test_html_text import browser_dom, first_text, own_texts, xpath_at
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "narrative"
+SAMPLE = Path(__file__).resolve().parents[2] / "codex_pipeline" / "sample_landing" / "narrative"
 
 
 def test_reads_text_and_html(tmp_path: Path) -> None:
@@ -21,7 +26,7 @@ def test_reads_text_and_html(tmp_path: Path) -> None:
     assert html.title == "Storm Drain Cleaning & Street Sweeping — Ward 4"
     assert "dataLayer" not in html.text and "tracking pixel" not in html.text
     assert "Birch & Cedar" in html.text and "café" in html.text and "<and>" in html.text
-    assert html.xpaths
+    assert html.xpaths[0] == (0, "/html[1]/head[1]/title[1]")
     assert docs["council-recess-statement.txt"].text.startswith("Statement from the Council President")
 
 
@@ -53,3 +58,21 @@ def test_large_document_is_read(tmp_path: Path) -> None:
 def test_crlf_is_normalized(tmp_path: Path) -> None:
     (tmp_path / "dos.txt").write_bytes(b"line one\r\nline two\r\n")
     assert load_narrative_day(tmp_path).documents[0].text == "line one\nline two\n"
+
+
+@pytest.mark.parametrize("day", [FIXTURES, *sorted(SAMPLE.iterdir())], ids=lambda p: p.name)
+def test_chunk_xpaths_resolve_to_the_chunks_first_text(day: Path) -> None:
+    """The anchor of every window (big and small ones) names the element its first words are in."""
+    html_docs = [d for d in load_narrative_day(day).documents if d.xpaths]
+    assert html_docs
+    for doc in html_docs:
+        dom = browser_dom((day / doc.source_file).read_text(encoding="utf-8"))
+        offsets = [o for o, _ in doc.xpaths]
+        assert doc.title == doc.text.split("\n", 1)[0]  # every page here has a <title>
+        for limits in (WindowLimits(), WindowLimits(window_tokens=40, overlap_tokens=7)):
+            for chunk in chunk_narrative(doc, limits):
+                start = chunk.spans[0][0]
+                (el,) = dom.xpath(xpath_at(doc.xpaths, start))
+                following = [o for o in offsets if o > start]
+                words = first_text(doc.text[start : following[0] if following else len(doc.text)])
+                assert any(w and w in t for w in words for t in own_texts(el)), (chunk.section_id, words)

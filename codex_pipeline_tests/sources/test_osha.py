@@ -10,7 +10,6 @@ import pytest
 
 from codex_pipeline.sources.osha import CASE_RULES, load_osha_day, render_case
 from codex_pipeline.sources.records import RawRecord
-
 from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +32,9 @@ def test_fixture_lands_valid_cases_and_rejects_nested_problems() -> None:
     res = load_osha_day(FIX)
     assert [d.doc_id for d in res.documents] == ["urn:aprs:osha_safety:1786033", "urn:aprs:osha_safety:1787405"]
     assert res.documents[0].title == "OSHA inspection 1786033 — Cascade Cold Storage Inc."
+    for doc in res.documents:
+        r = render_case(doc.payload)
+        assert (doc.text, doc.blocks) == (r.text, r.parts)  # the citation spans travel with the text
     (rej,) = res.rejects
     assert rej.record_ref == "line 3, inspection_id='1788820'"
     assert "citations[0]: field 'standard' fails 'required string' (got null)" in rej.reason
@@ -71,6 +73,8 @@ def test_canonical_text_has_one_block_per_citation() -> None:
     assert r.text[r.parts[3].start:].startswith(
         "OSHA inspection 1787405 — citation 01003A: repeat violation of 29 CFR 1910.212(a)(1)\nIssued: 2026-11-21")
     assert "Total penalty: initial $80,655.00" in r.text[: r.parts[0].end]
+    assert r.parts[1].meta == {"citation_id": "01001", "standard": case["citations"][0]["standard"],
+                               "violation_type": case["citations"][0]["violation_type"]}
 
 
 def test_docs_carry_the_schema_and_a_valid_example() -> None:

@@ -16,7 +16,6 @@ from codex_pipeline.sources.permits import (
     render_permit,
 )
 from codex_pipeline.sources.records import RawRecord
-
 from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,6 +41,9 @@ def test_fixture_day_reads_both_formats_and_rejects_bad_records() -> None:
     ids = [d.record_id for d in res.documents]
     assert ids == ["BP2026-21904", "BP2026-22103", "BP2026-22201", "PRDEM2026-0093", "PRRES2026-1187"]
     assert all(d.doc_id == f"urn:aprs:permit_signals:{d.record_id}" for d in res.documents)
+    for doc in res.documents:
+        r = render_permit(doc.payload)
+        assert (doc.text, doc.blocks) == (r.text, r.parts)  # the scope / condition spans travel with the text
     reasons = {(r.source_file, r.record_ref): r.reason for r in res.rejects}
     assert reasons == {
         ("calgary.csv", "row 5, permit_number='BP2026-22230'"):
@@ -139,6 +141,7 @@ def test_canonical_text_blocks() -> None:
     r = render_permit(p)
     assert [(x.kind, x.key) for x in r.parts] == [("envelope", ""), ("scope", "1"), ("condition", "D-1")]
     assert r.text[r.parts[2].start:r.parts[2].end].startswith("Permit PRDEM2026-0093 — condition D-1 (environmental; open)\n")
+    assert r.parts[2].meta == {"condition_id": "D-1", "category": "environmental", "status": "open"}
 
 
 def test_docs_carry_the_schema_and_a_valid_example() -> None:

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from codex_pipeline.core.documents import Block
 from codex_pipeline.sources.records import Field, RawRecord, RecordSchema
 from codex_pipeline.sources.structured import (
     STRUCTURED_DATASETS,
     RecordRules,
+    build_documents,
     coerce_cell,
     fmt_view_value,
     join_blocks,
@@ -18,7 +20,6 @@ from codex_pipeline.sources.structured import (
     load_poi_intelligence_day,
     load_urban_signal_grid_day,
 )
-
 from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,8 +123,18 @@ def test_join_blocks_records_spans_and_refuses_outer_whitespace() -> None:
     r = join_blocks([("a", "", "first", {}), ("b", "1", "second\nline", {"k": 1})])
     assert r.text == "first\n\nsecond\nline"
     assert [(p.kind, r.text[p.start:p.end]) for p in r.parts] == [("a", "first"), ("b", "second\nline")]
+    assert r.parts[1] == Block("b", 7, 18, "1", {"k": 1})
     with pytest.raises(ValueError):
         join_blocks([("a", "", " padded", {})])
+
+
+def test_build_documents_puts_a_renderings_parts_on_the_document_and_a_view_has_none() -> None:
+    records = [("r1", RawRecord("f.jsonl", "line 1", {"id": "r1", "body": "text"}))]
+    (doc,) = build_documents("t", records, lambda d: join_blocks([("head", "", d["id"], {}), ("body", "", d["body"], {})]),
+                             lambda d: None).documents
+    assert doc.text == "r1\n\ntext" and [(b.kind, b.start, b.end) for b in doc.blocks] == [("head", 0, 2), ("body", 4, 8)]
+    (view,) = build_documents("t", records, lambda d: f"## {d['id']}", lambda d: None).documents
+    assert view.text == "## r1" and view.blocks == ()
 
 
 def test_docs_carry_every_field_table() -> None:

@@ -10,17 +10,15 @@ the comment, folded Subject lines; ``>From `` escapes of mboxrd are undone.
 
 from __future__ import annotations
 
-import codecs
 import datetime as dt
 import email
 import email.errors
-import email.header
 import email.utils
 import hashlib
 import re
 from dataclasses import dataclass
-from email.message import Message
-from email.policy import compat32
+from email.message import EmailMessage as MimeMessage
+from email.policy import default as mime_policy
 from pathlib import Path
 
 from codex_pipeline.core.documents import Reject
@@ -37,6 +35,8 @@ _SEP_DATE = re.compile(rb"((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:\w{3}) +\d{1,2} [\
 _MBOXRD_FROM = re.compile(r"^>(>*From )", re.M)
 _AT_ADDR = re.compile(r"(?<![\w.@])([\w.+\-=/']+) at ([\w\-]+(?:\.[\w\-]+)+)")
 _MSGID = re.compile(r"<([^<>\s]+)>")
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # a raw 8-bit header byte, as the parser keeps it
 MAX_BODY_CHARS = 2_000_000
 
 # MIME defects after which the body we would extract is not what the sender wrote.
@@ -98,7 +98,7 @@ def split_mbox(data: bytes) -> tuple[list[tuple[int, bytes, bytes]], bytes]:
     return out, data[: starts[0]]
 
 
-def _raw_header(msg: Message, name: str) -> str | None:
+def _raw_header(msg: MimeMessage, name: str) -> str | None:
     """The header as stored (surrogate-escaped bytes kept), or None when absent."""
     for k, v in msg.raw_items():
         if k.lower() == name.lower():
@@ -108,7 +108,7 @@ def _raw_header(msg: Message, name: str) -> str | None:
 
 def _undo_8bit(name: str, value: str) -> str:
     """Raw 8-bit bytes in a header are accepted only when they are valid UTF-8."""
-    if not any("\udc80" <= ch <= "\udcff" for ch in value):
+    if not _ESCAPED_BYTE.search(value):
         return value
     raw = value.encode("ascii", "surrogateescape")
     try:
@@ -118,13 +118,17 @@ def _undo_8bit(name: str, value: str) -> str:
 
 
 def _decode_words(name: str, value: str) -> str:
-    """RFC 2047 encoded words decoded, folding undone."""
-    value = _undo_8bit(name, value)
+    """RFC 2047 encoded words decoded by the stdlib's header parser, folding undone.
+
+    The parser never raises: a word it cannot decode (unknown charset, bytes invalid in
+    their charset) comes out as U+FFFD, so a new U+FFFD is what marks the header as lost.
+    """
+    value = _FOLD.sub("", _undo_8bit(name, value))  # unfold first: the parser keeps a folded EW gap
     if "=?" in value:
-        try:
-            value = str(email.header.make_header(email.header.decode_header(value)))
-        except (LookupError, UnicodeError, email.errors.HeaderParseError) as exc:
-            raise Malformed(f"bad encoding in {name} header: {exc}") from exc
+        decoded = str(mime_policy.header_factory("subject", value))  # any unstructured header
+        if decoded.count("\ufffd") > value.count("\ufffd"):
+            raise Malformed(f"bad encoding in {name} header: an RFC 2047 encoded word does not decode in its charset")
+        value = decoded
     return " ".join(value.split())
 
 
@@ -155,48 +159,50 @@ def _separator_date(sep: bytes) -> dt.datetime | None:
         d = dt.datetime.strptime(f"{m.group(1).decode()} {m.group(2).decode()}", "%a %b %d %H:%M:%S %Y")
     except ValueError:
         return None
-    return d.replace(tzinfo=dt.timezone.utc)
+    return d.replace(tzinfo=dt.UTC)
 
 
-def _decode_part(part: Message) -> str:
-    payload = part.get_payload(decode=True)
-    if payload is None:
-        payload = b""
-    if not isinstance(payload, bytes):
-        payload = str(payload).encode("utf-8", "surrogateescape")
+def _fatal_defect(part: MimeMessage) -> str | None:
     bad = [d for d in part.defects if isinstance(d, _FATAL_DEFECTS)]
-    if bad:
-        raise Malformed(f"broken MIME: {type(bad[0]).__name__} in a {part.get_content_type()} part")
+    return type(bad[0]).__name__ if bad else None
+
+
+def _decode_part(part: MimeMessage) -> str:
+    """A text part's content: transfer encoding undone, its declared charset applied strictly."""
     charset = part.get_content_charset()
-    if charset:
-        try:
-            codecs.lookup(charset)
-        except LookupError as exc:
-            raise Malformed(f"bad encoding: unknown charset {charset!r}") from exc
-        try:
-            return payload.decode(charset)
-        except UnicodeDecodeError as exc:
-            raise Malformed(
-                f"bad encoding: body is not valid {charset} at byte {exc.start} ({payload[exc.start:exc.start + 4]!r})"
-            ) from exc
+    text, error = "", None
     try:
-        return payload.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Malformed(
-            f"bad encoding: 8-bit body with no declared charset is not UTF-8 (byte {exc.start})"
-        ) from exc
+        if charset is None:
+            # RFC 2045's default is US-ASCII; undeclared 8-bit bodies in the wild are UTF-8, its superset
+            payload = part.get_payload(decode=True)
+            text = (payload if isinstance(payload, bytes) else b"").decode("utf-8")
+        else:
+            text = part.get_content(errors="strict")
+    except (LookupError, UnicodeDecodeError) as exc:
+        error = exc
+    defect = _fatal_defect(part)  # invalid base64 is found while decoding, and explains a bad charset decode
+    if defect:
+        raise Malformed(f"broken MIME: {defect} in a {part.get_content_type()} part") from error
+    if isinstance(error, UnicodeDecodeError):
+        if charset is None:
+            raise Malformed(f"bad encoding: 8-bit body with no declared charset is not UTF-8 (byte {error.start})") from error
+        bad = error.object[error.start : error.start + 4]
+        raise Malformed(f"bad encoding: body is not valid {charset} at byte {error.start} ({bad!r})") from error
+    if error is not None:
+        raise Malformed(f"bad encoding: unknown charset {charset!r}") from error
+    return text
 
 
-def _body(msg: Message) -> str:
-    """The text a reader sees: text/plain parts, else text/html as text; attachments noted."""
-    bad = [d for d in msg.defects if isinstance(d, _FATAL_DEFECTS)]
-    if bad:
-        raise Malformed(f"broken MIME: {type(bad[0]).__name__}")
+def _body(msg: MimeMessage) -> str:
+    """The text a reader sees: inline text/plain parts, else text/html as text; other parts noted."""
+    defect = _fatal_defect(msg)
+    if defect:
+        raise Malformed(f"broken MIME: {defect}")
     if not msg.is_multipart():
         ctype = msg.get_content_type()
         if ctype == "text/html":
             return html_to_text(_decode_part(msg))[0]
-        if msg.get_content_maintype() not in ("text",) and msg.get("Content-Type"):
+        if msg.get_content_maintype() != "text" and msg.get("Content-Type"):
             return f"[attachment: {msg.get_filename() or ctype}]"
         return _decode_part(msg)
     plain: list[str] = []
@@ -204,15 +210,14 @@ def _body(msg: Message) -> str:
     notes: list[str] = []
     for part in msg.walk():
         if part.is_multipart():
-            bad = [d for d in part.defects if isinstance(d, _FATAL_DEFECTS)]
-            if bad:
-                raise Malformed(f"broken MIME: {type(bad[0]).__name__}")
+            defect = _fatal_defect(part)
+            if defect:
+                raise Malformed(f"broken MIME: {defect}")
             continue
-        disposition = (part.get("Content-Disposition") or "").split(";")[0].strip().lower()
         ctype = part.get_content_type()
-        if disposition != "attachment" and ctype == "text/plain":
+        if not part.is_attachment() and ctype == "text/plain":
             plain.append(_decode_part(part))
-        elif disposition != "attachment" and ctype == "text/html":
+        elif not part.is_attachment() and ctype == "text/html":
             html.append(_decode_part(part))
         else:
             notes.append(f"[attachment: {part.get_filename() or ctype}]")
@@ -231,7 +236,7 @@ def _clean_body(text: str, mbox: bool) -> str:
 def parse_message(raw: bytes, source_file: str, record_ref: str | None, separator: bytes | None = None) -> EmailMessage:
     """Parse one message; raises :class:`Malformed` with the reason when it cannot be read."""
     try:
-        msg = email.message_from_bytes(raw, policy=compat32)
+        msg = email.message_from_bytes(raw, policy=mime_policy)
     except Exception as exc:  # noqa: BLE001 - the parser is lenient; anything raised is fatal
         raise Malformed(f"unparsable message: {exc}") from exc
     from_raw = _raw_header(msg, "From")
@@ -251,9 +256,10 @@ def parse_message(raw: bytes, source_file: str, record_ref: str | None, separato
     if date is None and separator is not None:
         date, from_sep = _separator_date(separator), True
     if date is None:
-        raise Malformed("missing Date header" if not (date_raw or "").strip() else f"unparseable Date header {date_raw.strip()[:60]!r}")
+        shown = (date_raw or "").strip()
+        raise Malformed(f"unparseable Date header {shown[:60]!r}" if shown else "missing Date header")
     if date.tzinfo is None:
-        date = date.replace(tzinfo=dt.timezone.utc)
+        date = date.replace(tzinfo=dt.UTC)
     subject = _decode_words("Subject", _raw_header(msg, "Subject") or "")
     body = _clean_body(_body(msg), mbox=separator is not None)
     if len(body) > MAX_BODY_CHARS:

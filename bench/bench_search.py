@@ -1,0 +1,277 @@
+"""Benchmark: search over a year of daily partitions of one dataset.
+
+    python bench/bench_search.py [--partitions 365] [--chunks 2000] [--data-dir DIR] [--keep]
+
+Synthesizes ``--partitions`` daily partitions of ``--chunks`` chunks each (raw,
+chunks and embeddings Parquet written through :class:`Warehouse`; documents of five
+chunks, a summary parent and four children, cut verbatim from their canonical
+text; words drawn from a Zipf distribution over a 30,000-word vocabulary, a permit
+number per document; 384-d vectors around 4,000 topic centroids), a fraction
+``--relanded`` of each day's documents re-landing earlier ones (superseded versions
+must not be indexed). The document index is built from those files with
+:func:`codex_pipeline.warehouse.current.ensure_index`.
+
+Then, each in its own process so peak RSS is per role:
+
+* **build**: :func:`codex_pipeline.retrieval.update_dataset_index` reads the current
+  corpus through the DuckDB current views and writes the index (full build), then
+  one more day lands and the index is updated (the daily cost: graph reused);
+* **search**: ``Retriever`` cold start (open + model load + first query), then warm
+  p50/p95 over ``--queries`` queries for ``vector``, ``bm25`` and ``hybrid`` (each
+  query embedded by the real local MiniLM model: its cost is part of the latency),
+  and point lookups by ``chunk_id``; peak RSS of that process.
+
+Targets (issue 11): hybrid p50 ≤ 150 ms warm, peak RSS ≤ 1.5 GB, point lookup ≤ 50 ms.
+The last line reads ``search p50 ms (hybrid, N partitions): X``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from codex_pipeline.core.contract import CHUNK_SCHEMA, RAW_SCHEMA
+from codex_pipeline.core.ids import make_chunk_id, make_doc_id
+from codex_pipeline.embeddings import embeddings_schema
+from codex_pipeline.warehouse.current import ensure_index, landed_from_raw, update_index
+from codex_pipeline.warehouse.storage import Warehouse
+
+DATASET = "permit_signals"
+START = dt.date(2025, 1, 1)
+DIMS = 384
+VOCAB = 30_000
+CHILDREN = 4
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _sha(texts: list[str]) -> list[str]:
+    return [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+
+
+class Synth:
+    """Deterministic synthetic documents, chunks and vectors."""
+
+    def __init__(self, seed: int, chunks_per_day: int, relanded: float, model: str, version: str) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.docs_per_day = chunks_per_day // (CHILDREN + 1)
+        self.relanded = relanded
+        self.model, self.version = model, version
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        self.words = np.array(["".join(letters[self.rng.integers(0, 26, 3 + i % 6)]) for i in range(VOCAB)])
+        self.centroids = self.rng.standard_normal((4000, DIMS), dtype=np.float32)
+        self.centroids /= np.linalg.norm(self.centroids, axis=1, keepdims=True)
+        self.next_record = 0
+
+    def _sentence_block(self, n_words: int) -> str:
+        ids = np.minimum(self.rng.zipf(1.2, n_words), VOCAB) - 1
+        words = self.words[ids]
+        return " ".join(" ".join(words[i:i + 12]) + "." for i in range(0, n_words, 12))
+
+    def day(self, i: int) -> tuple[pa.Table, pa.Table, pa.Table]:
+        day = START + dt.timedelta(days=i)
+        n_old = int(self.docs_per_day * self.relanded) if self.next_record else 0
+        old = self.rng.integers(0, self.next_record, n_old).tolist() if n_old else []
+        new = list(range(self.next_record, self.next_record + self.docs_per_day - len(old)))
+        self.next_record += len(new)
+        raw_rows, chunk_rows = [], []
+        now = dt.datetime.now(dt.timezone.utc)
+        for rec in sorted(set(old)) + new:
+            record_id = f"BP{2020 + rec % 7}-{rec:06d}"
+            doc_id = make_doc_id(DATASET, record_id)
+            parts = [f"Permit {record_id} issued {day.isoformat()}. " + self._sentence_block(40)]
+            parts += [self._sentence_block(int(self.rng.integers(60, 140))) for _ in range(CHILDREN)]
+            text, spans, at = "", [], 0
+            for p in parts:
+                spans.append((at, at + len(p)))
+                text += p + "\n\n"
+                at = len(text)
+            raw_rows.append({
+                "doc_id": doc_id, "record_id": record_id, "dataset": DATASET, "partition_date": day,
+                "source_file": "permits.jsonl", "title": record_id, "canonical_text": text, "payload": None,
+                "xpaths": None, "blocks": None, "content_hash": hashlib.sha256(text.encode()).hexdigest(),
+            })
+            parent_id = make_chunk_id(doc_id, "summary")
+            for seq, (p, (s, e)) in enumerate(zip(parts, spans)):
+                section = "summary" if seq == 0 else f"scope.{seq}"
+                chunk_rows.append({
+                    "chunk_id": make_chunk_id(doc_id, section), "doc_id": doc_id, "section_id": section,
+                    "chunk_text": p, "chunk_type": "permit_summary" if seq == 0 else "permit_scope_section",
+                    "token_count": len(p) // 4, "char_count": len(p), "seq_index": seq,
+                    "parent_chunk_id": None if seq == 0 else parent_id,
+                    "evidence_anchor": f'{{"page":null,"char_span":[{s},{e}]}}',
+                    "embedding_model": None, "embedding_version": None, "chunked_at": now,
+                    "chunking_version": "bench", "dataset": DATASET, "partition_date": day,
+                    "locator": f"{record_id}|s={section}", "content_hash": "", "metadata": None,
+                })
+        chunks = pa.Table.from_pylist(chunk_rows, schema=CHUNK_SCHEMA)
+        hashes = _sha(chunks.column("chunk_text").to_pylist())
+        chunks = chunks.set_column(chunks.schema.get_field_index("content_hash"), CHUNK_SCHEMA.field("content_hash"),
+                                   pa.array(hashes, pa.string()))
+        raw = pa.Table.from_pylist(raw_rows, schema=RAW_SCHEMA)
+        return raw, chunks, self.embeddings(chunks, hashes, day)
+
+    def embeddings(self, chunks: pa.Table, hashes: list[str], day: dt.date) -> pa.Table:
+        n = chunks.num_rows
+        v = self.centroids[self.rng.integers(0, len(self.centroids), n)]
+        v = v + 0.06 * self.rng.standard_normal((n, DIMS), dtype=np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        schema = embeddings_schema(DIMS)
+        table = pa.Table.from_arrays(
+            [
+                chunks.column("chunk_id"), pa.array(hashes), pa.array([self.model] * n), pa.array([self.version] * n),
+                pa.array([DIMS] * n, pa.int32()),
+                pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), DIMS),
+                pa.array([dt.datetime.now(dt.timezone.utc)] * n, pa.timestamp("us", tz="UTC")),
+            ],
+            schema=schema,
+        )
+        return table.append_column(pa.field("partition_date", pa.date32(), nullable=False), pa.array([day] * n, pa.date32()))
+
+
+def synthesize(wh: Warehouse, args: argparse.Namespace, model: str, version: str) -> Synth:
+    synth = Synth(args.seed, args.chunks, args.relanded, model, version)
+    for i in range(args.partitions):
+        raw, chunks, emb = synth.day(i)
+        day = START + dt.timedelta(days=i)
+        wh.write(raw, DATASET, "raw", day)
+        wh.write(chunks, DATASET, "chunks", day)
+        wh.write(emb, DATASET, "embeddings", day)
+        if (i + 1) % 50 == 0 or i + 1 == args.partitions:
+            print(f"  {i + 1}/{args.partitions} partitions written", flush=True)
+    ensure_index(wh, DATASET)
+    return synth
+
+
+def phase_build(args: argparse.Namespace) -> dict[str, float]:
+    from codex_pipeline.embeddings import make_embedder
+    from codex_pipeline.retrieval import update_dataset_index
+
+    wh = Warehouse(args.data_dir)
+    embedder = make_embedder("local")
+    out: dict[str, float] = {}
+    t0 = time.perf_counter()
+    synth = synthesize(wh, args, embedder.model, embedder.version)
+    out["synthesize_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    manifest, _ = update_dataset_index(wh, DATASET, embedder.model, embedder.version)
+    out["build_s"] = time.perf_counter() - t0
+    out["indexed_chunks"] = manifest.chunks
+    out["indexed_vectors"] = manifest.vectors
+    out["build_peak_rss_mb"] = _peak_mb()
+    # one more day lands: the daily update (graph reused, BM25 rebuilt)
+    raw, chunks, emb = synth.day(args.partitions)
+    day = START + dt.timedelta(days=args.partitions)
+    wh.write(raw, DATASET, "raw", day)
+    wh.write(chunks, DATASET, "chunks", day)
+    wh.write(emb, DATASET, "embeddings", day)
+    update_index(wh, DATASET, day, landed=landed_from_raw(raw))
+    t0 = time.perf_counter()
+    manifest, _ = update_dataset_index(wh, DATASET, embedder.model, embedder.version)
+    out["update_s"] = time.perf_counter() - t0
+    out["update_graph_reused"] = manifest.vectors_reused
+    return out
+
+
+def phase_search(args: argparse.Namespace) -> dict[str, float]:
+    t_start = time.perf_counter()
+    from codex_pipeline.retrieval import Retriever
+
+    retriever = Retriever(args.data_dir, [DATASET])
+    retriever.search("permit scope", k=10)
+    cold = time.perf_counter() - t_start
+    index = retriever.index(DATASET)
+    rng = np.random.default_rng(7)
+    rows = rng.integers(0, len(index), args.queries)
+    queries = []
+    for i, r in enumerate(rows.tolist()):
+        text = index.rows.column("chunk_text")[r].as_py()
+        words = text.replace(".", "").split()
+        if i % 3 == 0:  # an exact permit number
+            queries.append(index.rows.column("locator")[r].as_py().split("|")[0])
+        else:  # a few words of a chunk
+            start = int(rng.integers(0, max(1, len(words) - 6)))
+            queries.append(" ".join(words[start:start + 5]))
+    out: dict[str, float] = {"cold_start_s": cold}
+    for mode in ("vector", "bm25", "hybrid"):
+        times = []
+        for q in queries:
+            t0 = time.perf_counter()
+            retriever.search(q, k=10, mode=mode)
+            times.append((time.perf_counter() - t0) * 1000)
+        out[f"{mode}_p50_ms"] = statistics.median(times)
+        out[f"{mode}_p95_ms"] = float(np.percentile(times, 95))
+    ids = [index.rows.column("chunk_id")[int(r)].as_py() for r in rng.integers(0, len(index), 200)]
+    times = []
+    for cid in ids:
+        t0 = time.perf_counter()
+        hit = retriever.get(cid)
+        times.append((time.perf_counter() - t0) * 1000)
+        assert hit is not None and hit.chunk_id == cid
+    out["lookup_p50_ms"] = statistics.median(times)
+    out["lookup_p95_ms"] = float(np.percentile(times, 95))
+    out["search_peak_rss_mb"] = _peak_mb()
+    return out
+
+
+def _run(phase: str, args: argparse.Namespace) -> dict[str, float]:
+    cmd = [sys.executable, __file__, "--phase", phase, "--data-dir", str(args.data_dir),
+           "--partitions", str(args.partitions), "--chunks", str(args.chunks), "--queries", str(args.queries),
+           "--relanded", str(args.relanded), "--seed", str(args.seed)]
+    proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    sys.stdout.write("\n".join(line for line in proc.stdout.splitlines() if not line.startswith("{")) + "\n")
+    return json.loads(next(line for line in reversed(proc.stdout.splitlines()) if line.startswith("{")))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--partitions", type=int, default=365)
+    p.add_argument("--chunks", type=int, default=2000, help="chunks per partition")
+    p.add_argument("--relanded", type=float, default=0.0, help="share of each day's documents that re-land earlier ones")
+    p.add_argument("--queries", type=int, default=60)
+    p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--keep", action="store_true", help="keep the data directory")
+    p.add_argument("--phase", choices=["build", "search"], default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.phase:
+        print(json.dumps(phase_build(args) if args.phase == "build" else phase_search(args)), flush=True)
+        return
+    own = args.data_dir is None
+    args.data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="codex-bench-search-"))
+    try:
+        print(f"data dir {args.data_dir}: {args.partitions} partitions x {args.chunks} chunks", flush=True)
+        build = _run("build", args)
+        search = _run("search", args)
+    finally:
+        if own and not args.keep:
+            shutil.rmtree(args.data_dir, ignore_errors=True)
+    print(f"synthesize: {build['synthesize_s']:.1f} s")
+    print(f"index build (current corpus {int(build['indexed_chunks'])} chunks, {int(build['indexed_vectors'])} vectors): "
+          f"{build['build_s']:.1f} s, peak RSS {build['build_peak_rss_mb']:.0f} MB")
+    print(f"index update after one more day: {build['update_s']:.1f} s ({int(build['update_graph_reused'])} vectors reused)")
+    print(f"search process cold start (open + model load + first query): {search['cold_start_s']:.2f} s")
+    for mode in ("vector", "bm25", "hybrid"):
+        print(f"  {mode:<6} p50 {search[f'{mode}_p50_ms']:.1f} ms  p95 {search[f'{mode}_p95_ms']:.1f} ms")
+    print(f"  point lookup p50 {search['lookup_p50_ms']:.2f} ms  p95 {search['lookup_p95_ms']:.2f} ms")
+    print(f"search process peak RSS: {search['search_peak_rss_mb']:.0f} MB")
+    print(f"search p50 ms (hybrid, {args.partitions} partitions): {search['hybrid_p50_ms']:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Read a dataset's current corpus from the warehouse and (re)build its search index.
+
+The tables come from the same view definitions users query
+(``codex.<dataset>_chunks``, ``_raw``, ``_embeddings``: each live document's latest
+landing, retracted documents left out), run on an in-memory DuckDB so a build
+never takes the catalog file's lock. :func:`build_search_index` itself takes plain
+Arrow tables and is tested without a warehouse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_search_index, read_manifest
+from codex_pipeline.retrieval.retriever import index_root
+from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, views_for
+
+SOURCE_TABLES = ("chunks", "raw", "embeddings")
+
+
+@dataclass(frozen=True)
+class CurrentCorpus:
+    chunks: pa.Table
+    documents: pa.Table  # doc_id, canonical_text
+    embeddings: pa.Table | None
+    current: bool  # False: the dataset has no document index, every partition was read
+
+
+def read_current_corpus(
+    wh: Warehouse, dataset: str, embedding_model: str | None = None, embedding_version: str | None = None
+) -> CurrentCorpus:
+    """The current chunks, their documents' canonical text and their vectors."""
+    views: dict[str, str] = {}
+    for table in SOURCE_TABLES:
+        views.update(views_for(wh, dataset, table))
+    con = duckdb.connect()
+    try:
+        con.execute(f"CREATE SCHEMA {SCHEMA}")
+        for sql in views.values():
+            con.execute(sql)
+        have = set(views)
+        if f"{dataset}_chunks" not in have:
+            empty = pa.schema([(c, pa.string()) for c in ROW_COLUMNS])
+            return CurrentCorpus(empty.empty_table(), pa.table({"doc_id": [], "canonical_text": []}), None, False)
+        cols = ", ".join(ROW_COLUMNS)
+        chunks = con.execute(f"SELECT {cols} FROM {SCHEMA}.{dataset}_chunks").to_arrow_table()
+        documents = (
+            con.execute(
+                f"SELECT doc_id, canonical_text FROM {SCHEMA}.{dataset}_raw "
+                f"SEMI JOIN (SELECT DISTINCT doc_id, partition_date FROM {SCHEMA}.{dataset}_chunks) USING (doc_id, partition_date)"
+            ).to_arrow_table()
+            if f"{dataset}_raw" in have
+            else pa.table({"doc_id": pa.array([], pa.string()), "canonical_text": pa.array([], pa.large_string())})
+        )
+        embeddings = None
+        if f"{dataset}_embeddings" in have:
+            where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
+            params = [embedding_model, embedding_version] if where else []
+            embeddings = con.execute(
+                "SELECT chunk_id, partition_date, input_hash, embedding_model, embedding_version, vector "
+                f"FROM {SCHEMA}.{dataset}_embeddings{where}",
+                params,
+            ).to_arrow_table()
+    finally:
+        con.close()
+    return CurrentCorpus(chunks, documents, embeddings, f"{dataset}_chunks_history" in have)
+
+
+def source_fingerprint(wh: Warehouse, dataset: str) -> dict[str, str]:
+    """What the index is built from: the document index and every chunks/raw/embeddings file (name, size, mtime).
+
+    Equal fingerprints mean equal inputs, so a materialization can skip the rebuild.
+    """
+    files: list[Path] = [wh.documents_path(dataset)]
+    for table in SOURCE_TABLES:
+        files += sorted(wh.partitions(dataset, table).values())
+    digest = hashlib.sha256()
+    for f in files:
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            continue
+        digest.update(f"{f.parent.name}/{f.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return {"inputs": digest.hexdigest()[:16], "files": str(len(files))}
+
+
+def update_dataset_index(
+    wh: Warehouse,
+    dataset: str,
+    embedding_model: str | None = None,
+    embedding_version: str | None = None,
+    force: bool = False,
+) -> tuple[IndexManifest, bool]:
+    """Rebuild ``dataset``'s index from its current corpus unless its inputs are unchanged.
+
+    Returns (the live manifest, whether a new version was built).
+    """
+    root = index_root(wh, dataset)
+    source = {**source_fingerprint(wh, dataset), "embedding": f"{embedding_model} {embedding_version}"}
+    live = read_manifest(root)
+    if live is not None and not force and all(live.source.get(k) == v for k, v in source.items()):
+        return live, False
+    corpus = read_current_corpus(wh, dataset, embedding_model, embedding_version)
+    manifest = build_search_index(
+        root,
+        dataset,
+        corpus.chunks,
+        corpus.documents,
+        corpus.embeddings,
+        embedding_model=embedding_model,
+        embedding_version=embedding_version,
+        source={**source, "current_corpus": "yes" if corpus.current else "no document index: every partition"},
+    )
+    return manifest, True

@@ -1,0 +1,408 @@
+"""The search index of one dataset: built from its current corpus, opened memory-mapped.
+
+Layout, under ``warehouse/<dataset>/search_index/``::
+
+    CURRENT                 name of the live version folder (replaced atomically)
+    v-<utc stamp>-<rand>/
+        manifest.json       what was indexed, with which model and analyzer
+        rows.arrow          one row per current chunk, sorted by key (Arrow IPC, uncompressed, mmap)
+        docs.arrow          canonical text of each current document (spans and context come from it)
+        bm25/               bm25s sparse score matrix (loaded with mmap)
+        vectors.usearch     HNSW graph over f16 vectors, keyed like rows.arrow (opened as a view)
+
+A build writes a new version folder next to the live one and then swaps
+``CURRENT``: a reader holding the previous version keeps reading it (the previous
+folder is kept; older ones are removed), a crash leaves the live version untouched.
+
+**Why HNSW, and why f16.** Measured on this 2-core machine at 730,000 × 384 vectors:
+a brute-force float32 mat-vec over a memory-mapped matrix costs 0.5–0.66 s per query
+and maps 1.1 GB; usearch's exact int8 scan 0.8–1.3 s. An HNSW graph (usearch,
+connectivity 16) answers in milliseconds and touches a few hundred vectors per
+query, so a memory-mapped view keeps the search process small. f16 halves the
+file at no measurable recall cost against f32 (recall@10 0.838 vs 0.842 on the same
+graph); int8 lost a little more. Graph construction is the expensive part, so a
+rebuild **reuses the previous graph**: vectors of chunks whose id and text are
+unchanged stay, only removed and changed ones are taken out and new ones added; a
+fresh graph is built when more than :data:`REBUILD_FRACTION` of it would change.
+
+**Keys.** A chunk id is ``urn:aprs:chunk:`` + 16 hex digits: that 64-bit number is
+the chunk's key in the graph and the sort order of ``rows.arrow`` (another id
+format is hashed to 64 bits). A point lookup by ``chunk_id`` is a binary search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from usearch.index import Index
+
+from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze_many, stemming
+
+FORMAT_VERSION = "1"
+CURRENT_FILE = "CURRENT"
+MANIFEST_FILE = "manifest.json"
+ROWS_FILE = "rows.arrow"
+DOCS_FILE = "docs.arrow"
+BM25_DIR = "bm25"
+VECTORS_FILE = "vectors.usearch"
+VECTOR_DTYPE = "f16"
+CONNECTIVITY = 16
+EXPANSION_ADD = 64
+EXPANSION_SEARCH = 128
+REBUILD_FRACTION = 0.3
+"""Rebuild the graph from scratch when more than this share of its vectors would be removed."""
+
+ROW_COLUMNS = (
+    "chunk_id",
+    "doc_id",
+    "section_id",
+    "chunk_type",
+    "parent_chunk_id",
+    "seq_index",
+    "partition_date",
+    "locator",
+    "evidence_anchor",
+    "metadata",
+    "content_hash",
+    "chunk_text",
+)
+_URN_CHUNK = re.compile(r"^urn:aprs:chunk:[0-9a-f]{16}$")
+
+
+@dataclass(frozen=True)
+class IndexManifest:
+    """What one index version holds, and how it was made."""
+
+    dataset: str
+    version: str
+    built_at: str
+    chunks: int
+    documents: int
+    vectors: int
+    missing_vectors: int  # current chunks with no vector of this model/version for their exact text
+    duplicate_chunk_ids: int  # rows dropped because their chunk_id was already indexed
+    embedding_model: str | None
+    embedding_version: str | None
+    dimensions: int
+    vectors_reused: int  # taken over from the previous version's graph
+    graph: str  # "built" | "updated" | "none"
+    build_seconds: float
+    analyzer: str
+    format_version: str = FORMAT_VERSION
+    source: Mapping[str, str] = field(default_factory=dict)  # fingerprint of the inputs
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["source"] = dict(self.source)
+        return out
+
+
+def analyzer_id() -> str:
+    return f"{ANALYZER_VERSION}/{stemming()}"
+
+
+def chunk_keys(chunk_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The 64-bit key of each chunk id (its 16 hex digits; any other format is hashed)."""
+    out = np.empty(len(chunk_ids), np.uint64)
+    for i, cid in enumerate(chunk_ids.to_pylist()):
+        out[i] = int(cid[-16:], 16) if _URN_CHUNK.match(cid) else int.from_bytes(
+            hashlib.sha256(cid.encode()).digest()[:8], "big"
+        )
+    return out
+
+
+def build_search_index(
+    root: Path,
+    dataset: str,
+    chunks: pa.Table,
+    documents: pa.Table,
+    embeddings: pa.Table | None = None,
+    *,
+    embedding_model: str | None = None,
+    embedding_version: str | None = None,
+    source: Mapping[str, str] | None = None,
+    reuse: bool = True,
+    keep_versions: int = 2,
+) -> IndexManifest:
+    """Write a new index version of ``dataset`` under ``root`` and make it current.
+
+    ``chunks``: the current chunk rows (contract columns); ``documents``: ``doc_id``
+    and ``canonical_text`` of the current documents; ``embeddings``: ``chunk_id``,
+    ``partition_date``, ``input_hash``, ``embedding_model``, ``embedding_version``,
+    ``vector`` — only vectors of ``embedding_model``/``embedding_version`` (default:
+    the most common pair) computed from a chunk's exact current text are indexed.
+    With ``reuse``, the live version's graph is updated instead of rebuilt.
+    """
+    t0 = time.perf_counter()
+    root.mkdir(parents=True, exist_ok=True)
+    rows, duplicates = _rows(chunks)
+    docs = _docs(documents, rows)
+    rows = _link(rows, docs)
+    model, version = _pick_model(embeddings, embedding_model, embedding_version)
+    vectors, has_vector = _vectors(rows, embeddings, model, version)
+    rows = rows.append_column("has_vector", pa.array(has_vector))
+
+    name = f"v-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
+    tmp = root / f".tmp-{name}"
+    tmp.mkdir()
+    try:
+        _write_arrow(rows, tmp / ROWS_FILE)
+        _write_arrow(docs, tmp / DOCS_FILE)
+        _write_bm25(rows, tmp / BM25_DIR)
+        previous = _live_dir(root) if reuse else None
+        keys = rows.column("key").to_numpy()
+        graph, reused = _write_graph(tmp / VECTORS_FILE, keys[has_vector], rows.column("content_hash").filter(pa.array(has_vector)), vectors, previous, model, version)
+        manifest = IndexManifest(
+            dataset=dataset,
+            version=name,
+            built_at=dt.datetime.now(dt.timezone.utc).isoformat(),
+            chunks=rows.num_rows,
+            documents=docs.num_rows,
+            vectors=int(has_vector.sum()),
+            missing_vectors=int((~has_vector).sum()),
+            duplicate_chunk_ids=duplicates,
+            embedding_model=model,
+            embedding_version=version,
+            dimensions=int(vectors.shape[1]) if vectors.size else 0,
+            vectors_reused=reused,
+            graph=graph,
+            build_seconds=round(time.perf_counter() - t0, 3),
+            analyzer=analyzer_id(),
+            source=dict(source or {}),
+        )
+        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest.as_dict(), indent=1))
+        os.replace(tmp, root / name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _set_current(root, name)
+    _collect(root, keep_versions)
+    return manifest
+
+
+def read_manifest(root: Path) -> IndexManifest | None:
+    """The live version's manifest, or None when the dataset has no index."""
+    live = _live_dir(root)
+    if live is None:
+        return None
+    data = json.loads((live / MANIFEST_FILE).read_text())
+    return IndexManifest(**data)
+
+
+# -- building ------------------------------------------------------------------------
+
+
+def _rows(chunks: pa.Table) -> tuple[pa.Table, int]:
+    """Index columns, a key per chunk, sorted by key; a repeated chunk id keeps its latest day."""
+    table = chunks.select(list(ROW_COLUMNS))
+    table = table.append_column("key", pa.array(chunk_keys(table.column("chunk_id")), pa.uint64()))
+    table = table.sort_by([("key", "ascending"), ("partition_date", "descending")])
+    keys = table.column("key").to_numpy()
+    first = np.ones(len(keys), bool)
+    if len(keys):
+        first[1:] = keys[1:] != keys[:-1]
+    return table.filter(pa.array(first)), int((~first).sum())
+
+
+def _docs(documents: pa.Table, rows: pa.Table) -> pa.Table:
+    docs = documents.select(["doc_id", "canonical_text"])
+    wanted = pc.is_in(docs.column("doc_id"), value_set=pc.unique(rows.column("doc_id")))
+    docs = docs.filter(wanted).sort_by("doc_id")
+    ids = docs.column("doc_id").to_numpy(zero_copy_only=False)
+    keep = np.ones(len(ids), bool)
+    if len(ids):
+        keep[1:] = ids[1:] != ids[:-1]
+    return docs.filter(pa.array(keep))
+
+
+def _link(rows: pa.Table, docs: pa.Table) -> pa.Table:
+    """Row links and context bounds, computed once so a query only reads them.
+
+    ``doc_row``: the document's row in docs.arrow; ``parent_row``: the parent chunk's
+    row (-1: none); ``family_start`` / ``family_end``: the stretch of canonical text
+    covered by the parent and all its children (-1: a top-level chunk, bounded by its
+    document), which is where a hit's context may come from.
+    """
+    doc_row = pc.fill_null(pc.index_in(rows.column("doc_id"), value_set=docs.column("doc_id")), -1)
+    parent = pc.fill_null(pc.index_in(rows.column("parent_chunk_id"), value_set=rows.column("chunk_id")), -1)
+    parent_row = parent.to_numpy(zero_copy_only=False).astype(np.int64)
+    spans = pc.extract_regex(rows.column("evidence_anchor"), r'"char_span":\[(?P<s>\d+),(?P<e>\d+)\]')
+    start = pc.cast(pc.struct_field(spans, "s"), pa.int64()).to_numpy(zero_copy_only=False)
+    end = pc.cast(pc.struct_field(spans, "e"), pa.int64()).to_numpy(zero_copy_only=False)
+    lo, hi = start.copy(), end.copy()  # per row: its own span widened by its children's
+    child = parent_row >= 0
+    np.minimum.at(lo, parent_row[child], start[child])
+    np.maximum.at(hi, parent_row[child], end[child])
+    family_start = np.where(child, lo[np.maximum(parent_row, 0)], -1)
+    family_end = np.where(child, hi[np.maximum(parent_row, 0)], -1)
+    return (
+        rows.append_column("doc_row", doc_row.cast(pa.int32()))
+        .append_column("parent_row", pa.array(parent_row.astype(np.int32)))
+        .append_column("family_start", pa.array(family_start.astype(np.int32)))
+        .append_column("family_end", pa.array(family_end.astype(np.int32)))
+    )
+
+
+def _pick_model(
+    embeddings: pa.Table | None, model: str | None, version: str | None
+) -> tuple[str | None, str | None]:
+    if embeddings is None or embeddings.num_rows == 0:
+        return model, version
+    if model and version:
+        return model, version
+    counts = embeddings.group_by(["embedding_model", "embedding_version"]).aggregate([("chunk_id", "count")])
+    best = counts.sort_by([("chunk_id_count", "descending")]).slice(0, 1).to_pylist()[0]
+    return best["embedding_model"], best["embedding_version"]
+
+
+def _vectors(
+    rows: pa.Table, embeddings: pa.Table | None, model: str | None, version: str | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """float32 [m, d] vectors for the rows that have one (``has_vector``), in row order."""
+    has = np.zeros(rows.num_rows, bool)
+    if embeddings is None or embeddings.num_rows == 0 or model is None:
+        return np.zeros((0, 0), np.float32), has
+    emb = embeddings.filter(
+        pc.and_(pc.equal(embeddings.column("embedding_model"), model), pc.equal(embeddings.column("embedding_version"), version))
+    )
+    emb_keys = emb.select(["chunk_id", "partition_date", "input_hash"]).append_column(
+        "emb_row", pa.array(np.arange(emb.num_rows, dtype=np.int64))
+    )
+    row_keys = rows.select(["chunk_id", "partition_date", "content_hash"]).rename_columns(
+        ["chunk_id", "partition_date", "input_hash"]
+    ).append_column("row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    joined = row_keys.join(emb_keys, keys=["chunk_id", "partition_date", "input_hash"], join_type="inner")
+    joined = joined.sort_by("row")
+    row_idx = joined.column("row").to_numpy()
+    row_idx, first = np.unique(row_idx, return_index=True)  # one vector per row
+    emb_idx = joined.column("emb_row").to_numpy()[first]
+    has[row_idx] = True
+    if not len(emb_idx):
+        return np.zeros((0, 0), np.float32), has
+    col = emb.column("vector").combine_chunks()
+    dims = col.type.list_size if pa.types.is_fixed_size_list(col.type) else len(col[0])
+    flat = pc.list_flatten(col.take(pa.array(emb_idx))).to_numpy(zero_copy_only=False)
+    return np.ascontiguousarray(flat.reshape(-1, dims), dtype=np.float32), has
+
+
+def _write_arrow(table: pa.Table, path: Path) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=1 << 16)
+
+
+def _write_bm25(rows: pa.Table, folder: Path) -> None:
+    if rows.num_rows == 0:
+        return
+    model = bm25s.BM25()
+    model.index(analyze_many(rows.column("chunk_text").to_pylist()), show_progress=False)
+    model.save(str(folder), show_progress=False)
+
+
+def _write_graph(
+    path: Path,
+    keys: np.ndarray,
+    hashes: pa.ChunkedArray,
+    vectors: np.ndarray,
+    previous: Path | None,
+    model: str | None,
+    version: str | None,
+) -> tuple[str, int]:
+    """Write the HNSW file; returns (``built`` | ``updated`` | ``none``, vectors reused)."""
+    if not len(keys):
+        return "none", 0
+    dims = vectors.shape[1]
+    old = _previous_graph(previous, model, version, dims)
+    if old is not None:
+        index, old_keys, old_hashes = old
+        new_hash = dict(zip(keys.tolist(), hashes.to_pylist()))
+        stale = [k for k, h in zip(old_keys.tolist(), old_hashes) if new_hash.get(k) != h]
+        if len(stale) <= REBUILD_FRACTION * max(len(old_keys), 1):
+            if stale:
+                index.remove(np.array(stale, np.uint64))
+            kept = set(old_keys.tolist()) - set(stale)
+            add = np.array([k not in kept for k in keys.tolist()], bool)
+            if add.any():
+                index.add(keys[add], vectors[add], threads=_threads())
+            index.save(str(path))
+            return "updated", len(kept)
+    index = Index(
+        ndim=dims, metric="cos", dtype=VECTOR_DTYPE, connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH,
+    )
+    index.add(keys, vectors, threads=_threads())
+    index.save(str(path))
+    return "built", 0
+
+
+def _previous_graph(
+    previous: Path | None, model: str | None, version: str | None, dims: int
+) -> tuple[Index, np.ndarray, list[str]] | None:
+    if previous is None or not (previous / VECTORS_FILE).exists():
+        return None
+    manifest = json.loads((previous / MANIFEST_FILE).read_text())
+    if (manifest.get("format_version"), manifest.get("embedding_model"), manifest.get("embedding_version"),
+            manifest.get("dimensions")) != (FORMAT_VERSION, model, version, dims):
+        return None
+    old_rows = _open_arrow(previous / ROWS_FILE).select(["key", "content_hash", "has_vector"])
+    old_rows = old_rows.filter(old_rows.column("has_vector"))
+    index = Index.restore(str(previous / VECTORS_FILE), view=False)
+    if index is None:
+        return None
+    index.expansion_add = EXPANSION_ADD
+    return index, old_rows.column("key").to_numpy(), old_rows.column("content_hash").to_pylist()
+
+
+def _threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+# -- versions ------------------------------------------------------------------------
+
+
+def _live_dir(root: Path) -> Path | None:
+    try:
+        name = (root / CURRENT_FILE).read_text().strip()
+    except FileNotFoundError:
+        return None
+    path = root / name
+    return path if name and (path / MANIFEST_FILE).exists() else None
+
+
+def _set_current(root: Path, name: str) -> None:
+    tmp = root / f".{CURRENT_FILE}.{secrets.token_hex(4)}.tmp"
+    tmp.write_text(name + "\n")
+    os.replace(tmp, root / CURRENT_FILE)
+
+
+def _collect(root: Path, keep: int) -> None:
+    """Remove all but the newest ``keep`` versions (the live one always stays)."""
+    live = _live_dir(root)
+    versions = sorted((p for p in root.glob("v-*") if p.is_dir()), key=lambda p: p.name, reverse=True)
+    for old in versions[max(keep, 1):]:
+        if old != live:
+            shutil.rmtree(old, ignore_errors=True)
+    for tmp in root.glob(".tmp-*"):  # a build that crashed long ago
+        with contextlib.suppress(OSError):
+            if time.time() - tmp.stat().st_mtime > 24 * 3600:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _open_arrow(path: Path) -> pa.Table:
+    """An Arrow IPC file memory-mapped: columns are read from the page cache on demand."""
+    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()

@@ -1,0 +1,45 @@
+"""The SQL Codex runs on the catalog and shows users, written once.
+
+``{dataset}`` is a registry name; ``{suffix}`` is empty for the current corpus (the
+default everywhere) or :data:`~codex_pipeline.warehouse.storage.HISTORY_SUFFIX` for
+every landed version. The CLI, the benchmark and the tests run these very strings.
+"""
+
+from __future__ import annotations
+
+from codex_pipeline.warehouse.storage import HISTORY_SUFFIX
+
+__all__ = ["EXAMPLE_SQL", "SEARCH_SQL", "history_suffix"]
+
+EXAMPLE_SQL = """\
+-- the seed's parent-child query: fetch a hit's parent chunk
+WITH hit AS (
+  SELECT chunk_id, doc_id, parent_chunk_id, chunk_text
+  FROM codex.{dataset}_chunks{suffix}
+  WHERE chunk_id = '{hit}'
+)
+SELECT parent.chunk_id, left(parent.chunk_text, 120) AS parent_text
+FROM hit
+JOIN codex.{dataset}_chunks{suffix} parent
+  ON parent.chunk_id = hit.parent_chunk_id"""
+"""``{suffix}``: empty for the current corpus (one row per hit), ``_history`` for every partition."""
+
+SEARCH_SQL = """\
+WITH hits AS (
+  SELECT chunk_id, partition_date, list_cosine_similarity(vector, ?::FLOAT[]) AS score
+  FROM codex.{dataset}_embeddings{suffix}
+  WHERE embedding_model = ? AND embedding_version = ?
+  ORDER BY score DESC
+  LIMIT ?
+)
+SELECT round(h.score::DOUBLE, 4) AS score, c.doc_id, c.section_id, c.chunk_type, c.partition_date,
+       left(regexp_replace(c.chunk_text, '\\s+', ' ', 'g'), 90) AS text
+FROM hits h
+JOIN codex.{dataset}_chunks{suffix} c USING (chunk_id, partition_date)
+ORDER BY h.score DESC, c.chunk_id"""
+"""Top-k by cosine over the current corpus (``{suffix}`` empty) or every version (``_history``)."""
+
+
+def history_suffix(history: bool) -> str:
+    """The view-name suffix of the history views (``codex.<dataset>_chunks_history``), or none."""
+    return HISTORY_SUFFIX if history else ""
