@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):
     """A labelled stretch ``text[start:end]`` of a document's canonical text, found by its reader.
 
     Readers parse once and persist the structure beside the text (``raw.blocks``), so
@@ -23,7 +23,7 @@ class Block:
     start: int
     end: int
     key: str = ""
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = MappingProxyType({})  # a NamedTuple: cheap to build, thousands per meeting
 
 
 def blocks_to_json(blocks: Sequence[Block]) -> str | None:
@@ -37,7 +37,7 @@ def blocks_to_json(blocks: Sequence[Block]) -> str | None:
 def blocks_from_json(value: str | None) -> tuple[Block, ...]:
     if not value:
         return ()
-    return tuple(Block(kind, start, end, key, meta) for kind, start, end, key, meta in json.loads(value))
+    return tuple(Block(*row) for row in json.loads(value))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,9 @@
 Reuse sources, in order: this partition's existing embeddings, then the same
 dataset's other partitions (a re-landed document), then the checkpoint of an
 earlier run that failed midway. Only inputs found nowhere cost a model call.
+Other partitions are read as files, not through the current views: vectors of
+superseded or retracted versions are never served by default, yet re-landing
+their text still costs nothing.
 """
 
 from __future__ import annotations

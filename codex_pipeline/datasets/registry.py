@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.chunkers import Chunker
-from codex_pipeline.chunkers.civic import chunk_civic
+from codex_pipeline.chunkers.civic import CivicLimits, chunk_civic
 from codex_pipeline.chunkers.email import EmailLimits, chunk_email_threads
-from codex_pipeline.chunkers.events import chunk_event
-from codex_pipeline.chunkers.markdown import chunk_markdown
+from codex_pipeline.chunkers.events import EventLimits, chunk_event
+from codex_pipeline.chunkers.markdown import MarkdownLimits, chunk_markdown
 from codex_pipeline.chunkers.narrative import WindowLimits, chunk_narrative
-from codex_pipeline.chunkers.osha import chunk_osha_case
-from codex_pipeline.chunkers.permits import chunk_permit
-from codex_pipeline.chunkers.record_view import chunk_record_view
+from codex_pipeline.chunkers.osha import OshaLimits, chunk_osha_case
+from codex_pipeline.chunkers.permits import PermitLimits, chunk_permit
+from codex_pipeline.chunkers.record_view import RecordLimits, chunk_record_view
 from codex_pipeline.core.documents import LoadResult
 from codex_pipeline.sources.ais import load_ais_day
 from codex_pipeline.sources.civic import load_civic_day
@@ -86,7 +86,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "as agenda-item trees: agenda_item → speaker_turn / condition / contingency.",
         load_day=load_civic_day,
         chunker=chunk_civic,
+        limits=CivicLimits(merge_below_tokens=50),
         chunker_revision="1.0",
+        source_version="2",  # 2: the reader stores its structure (raw.blocks)
     ),
     DatasetSpec(
         name="events_timeline",
@@ -94,7 +96,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "over 800 tokens become 800/50-token windows under the event header.",
         load_day=load_events_day,
         chunker=chunk_event,
+        limits=EventLimits(window_tokens=800, overlap_tokens=50),
         chunker_revision="1.0",
+        source_version="2",  # 2: the reader stores its structure (raw.blocks)
     ),
     DatasetSpec(
         name="permit_signals",
@@ -102,7 +106,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "permit_scope_section and condition chunks.",
         load_day=load_permits_day,
         chunker=chunk_permit,
+        limits=PermitLimits(),
         chunker_revision="1.0",
+        source_version="2",  # 2: the reader stores its structure (raw.blocks)
     ),
     DatasetSpec(
         name="osha_safety",
@@ -110,13 +116,16 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "osha_citation per citation.",
         load_day=load_osha_day,
         chunker=chunk_osha_case,
+        limits=OshaLimits(),
         chunker_revision="1.0",
+        source_version="2",  # 2: the reader stores its structure (raw.blocks)
     ),
     DatasetSpec(
         name="urban_signal_grid",
         description="Daily urban signals per H3 grid cell (JSON Lines or CSV): one record_view chunk per record.",
         load_day=load_urban_signal_grid_day,
         chunker=chunk_record_view,
+        limits=RecordLimits(),
         chunker_revision="1.0",
     ),
     DatasetSpec(
@@ -124,6 +133,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         description="LEHD LODES origin-destination job flows (CSV or JSON Lines): one record_view chunk per flow.",
         load_day=load_lehd_flows_day,
         chunker=chunk_record_view,
+        limits=RecordLimits(),
         chunker_revision="1.0",
     ),
     DatasetSpec(
@@ -131,6 +141,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         description="Points of interest with observed activity (JSON Lines): one record_view chunk per place.",
         load_day=load_poi_intelligence_day,
         chunker=chunk_record_view,
+        limits=RecordLimits(),
         chunker_revision="1.0",
     ),
     DatasetSpec(
@@ -147,6 +158,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "path kept, small sections fused, large ones split with overlap (256/512/32 tokens).",
         load_day=load_docs_day,
         chunker=chunk_markdown,
+        limits=MarkdownLimits(min_size=256, max_size=512, overlap=32, unit="tokens"),
         encodes_documents=True,
         chunker_revision="1.0",
     ),

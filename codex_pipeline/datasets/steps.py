@@ -106,7 +106,7 @@ def chunk(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], chun
         with encoded_ahead([doc.text for doc in batch] if spec.encodes_documents else ()):
             for doc in batch:
                 try:
-                    drafts = spec.chunker(doc) if spec.limits is None else spec.chunker(doc, spec.limits)
+                    drafts = spec.chunker(doc, spec.limits)
                 except Exception as exc:  # noqa: BLE001 - one bad record must not sink the partition
                     rejects.append(
                         Reject(doc.source_file, f"chunker failed: {type(exc).__name__}: {exc}", doc.record_id, stage="chunk")

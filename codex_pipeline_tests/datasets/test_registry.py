@@ -39,7 +39,11 @@ def test_changing_any_limit_changes_the_chunking_version(spec) -> None:
             other = 1
         else:
             other = None
-        changed = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, **{f.name: other}))
+        try:
+            limits = dataclasses.replace(spec.limits, **{f.name: other})
+        except (TypeError, ValueError):  # the limits validate themselves: this value is not allowed
+            continue
+        changed = dataclasses.replace(spec, limits=limits)
         assert changed.chunking_version not in seen, f"{spec.name}: changing {f.name} kept the version"
         seen.add(changed.chunking_version)
     bumped = dataclasses.replace(spec, chunker_revision=spec.chunker_revision + ".1")
