@@ -79,6 +79,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         limits=WindowLimits(window_tokens=600, overlap_tokens=50),
         encodes_documents=True,
         chunker_revision="1.0",
+        source_version="2",  # 2: xpaths from the HTML5 DOM (selectolax)
     ),
     DatasetSpec(
         name="civic_intelligence",
@@ -170,7 +171,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         chunker=chunk_email_threads,
         limits=EmailLimits(max_emails_per_chunk=10, max_tokens=512, overlap_emails=2),
         chunker_revision="1.1",  # 1.1: threads without their root get their own id
-        source_version="2",
+        source_version="3",  # 3: MIME decoded with email.policy.default
     ),
     # -- end of DATASETS: add new entries above this line --
 )

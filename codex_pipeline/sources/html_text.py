@@ -29,6 +29,7 @@ _PARAGRAPH = {
 _LINE = {"li", "tr", "br", "dt", "dd", "caption"}
 _CELL = {"td", "th"}
 _WS = re.compile(r"\s+")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # a tag name XPath can write as a name test
 
 Runs = tuple[tuple[int, str], ...]
 
@@ -101,6 +102,19 @@ class _Text:
             self._append("\n" * (n - have))
 
 
+def _step(tag: str, index: int) -> str:
+    """``p[2]``; a name XPath cannot write as is (Word's ``<o:p>``) is matched by its local name."""
+    if _NAME.fullmatch(tag):
+        return f"{tag}[{index}]"
+    if "'" not in tag:
+        literal = f"'{tag}'"
+    elif '"' not in tag:
+        literal = f'"{tag}"'
+    else:
+        literal = "concat(" + ", \"'\", ".join(f"'{part}'" for part in tag.split("'")) + ")"
+    return f"*[local-name()={literal}][{index}]"
+
+
 def _walk(root: LexborNode, acc: _Text) -> None:
     """Depth-first over the DOM without recursion (pages can nest deeper than Python's stack)."""
     path = [f"{root.tag}[1]"]
@@ -134,10 +148,10 @@ def _walk(root: LexborNode, acc: _Text) -> None:
         if tag == "textarea":
             # raw text, one text node in a browser; lexbor can rebuild open <b>/<i> inside it, a browser does not
             acc.start(tag)
-            acc.data(node.text(deep=True), f"{xpath}/{tag}[{index}]")
+            acc.data(node.text(deep=True), f"{xpath}/{_step(tag, index)}")
             acc.end(tag)
             continue
-        path.append(f"{tag}[{index}]")
+        path.append(_step(tag, index))
         xpath = "/" + "/".join(path)
         frames.append(([node.child], {}, tag))
         acc.start(tag)
