@@ -7,7 +7,8 @@ day ``--chunks-per-day`` chunks of ``--docs-per-day`` documents (a parent chunk 
 its children), a quarter of them re-landings of earlier documents, a few retracted
 by tombstones, and an embeddings partition with a 384-d vector per chunk. The
 document index is maintained by the real :func:`codex_pipeline.warehouse.current.update_index`,
-one call per day, as the Dagster assets do (its cost at the last day is reported).
+one call per day, as the Dagster assets do (its cost at the last day is reported, and
+so is the cost of the ``current_chunk_ids_unique`` asset check at that size).
 
 Then times, on the real DuckDB catalog, each query on the current views and the same
 query on the ``_history`` views:
@@ -40,7 +41,7 @@ import pyarrow as pa
 
 from codex_pipeline.core.contract import CHUNK_SCHEMA
 from codex_pipeline.core.ids import make_chunk_id, make_doc_id
-from codex_pipeline.warehouse.current import update_index
+from codex_pipeline.warehouse.current import check_unique_chunk_ids, update_index
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL, SEARCH_SQL, history_suffix
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, ensure_views
 
@@ -234,6 +235,10 @@ def main() -> None:
         if timings:
             print(f"index update (tombstones + landings) per day: first {timings['index_update_first_s'] * 1000:.0f} ms, "
                   f"at day {args.days} {timings['index_update_last_s'] * 1000:.0f} ms")
+        t0 = time.perf_counter()
+        unique = check_unique_chunk_ids(wh, DATASET)
+        print(f"asset check current_chunk_ids_unique: {time.perf_counter() - t0:.2f} s over {unique.rows:,} current rows "
+              f"({'passed' if unique.passed else 'FAILED'})")
         query = np.random.default_rng(1).standard_normal(DIMS).astype(np.float32)
         query = (query / np.linalg.norm(query)).tolist()
         results = {

@@ -347,9 +347,10 @@ from codex_pipeline.embeddings import make_embedder
 texts = json.load(open(sys.argv[1]))
 emb = make_embedder("local")
 emb.load()
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 emb.embed(texts)
-print(json.dumps({"seconds": time.perf_counter() - t, "threads": torch.get_num_threads(), "inputs": len(texts)}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_seconds": time.process_time() - c,
+                  "threads": torch.get_num_threads(), "inputs": len(texts)}))
 """
 
 
@@ -396,6 +397,10 @@ def measure_split(data_dir: Path, days: list[str], work: Path) -> dict[str, obje
         "two_processes_one_thread_each_s": round(split_s, 2),
         "speedup_two_threads": round(one["seconds"] / two["seconds"], 2),
         "speedup_two_processes": round(one["seconds"] / split_s, 2),
+        # CPU seconds spent for the same work: what parallelism costs, whatever else the machine runs
+        "cpu_s_one_thread": round(one["cpu_seconds"], 2),
+        "cpu_s_two_threads": round(two["cpu_seconds"], 2),
+        "cpu_s_two_processes": round(sum(h["cpu_seconds"] for h in halves), 2),
         "threads_seen": [one["threads"], two["threads"], *[h["threads"] for h in halves]],
     }
     print(f"[split] {result}", flush=True)

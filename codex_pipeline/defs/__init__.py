@@ -12,12 +12,13 @@ from codex_pipeline.defs.jobs import codex_all_job
 from codex_pipeline.defs.resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.schedules import daily_schedule
 from codex_pipeline.defs.sensors import version_sensor
+from codex_pipeline.defs.run_hygiene import run_hygiene_sensor
 
 defs = dg.Definitions(
     assets=dataset_assets,
     jobs=[codex_all_job],
     schedules=[daily_schedule],
-    sensors=[version_sensor],
+    sensors=[version_sensor, run_hygiene_sensor],
     # None (the default) keeps Dagster's multiprocess executor; $CODEX_EXECUTOR=celery
     # spreads the steps over Celery workers (deploy/, docs/deployment.md).
     executor=configured_executor(),

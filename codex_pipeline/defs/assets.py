@@ -81,9 +81,11 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         if spec.chunked:
             marks = marks.split_landed(set(out.table.column("record_id").to_pylist()))
             accepted = tombstones_table(day, marks.tombstones)
+            had = wh.partition_path(spec.name, "tombstones", day).exists()
             _write_if_any(wh, accepted, spec.name, "tombstones", day)
             ensure_index(wh, spec.name, spec.snapshot)
-            change = update_index(wh, spec.name, day, tombstones=accepted, snapshot=spec.snapshot)
+            if accepted.num_rows or had:  # the usual day retracts nothing: leave the index alone
+                change = update_index(wh, spec.name, day, tombstones=accepted, snapshot=spec.snapshot)
         _write_if_any(wh, pipeline.rejects_table(spec.name, day, marks.rejects), spec.name, "rejects", day, "tombstone")
         created = ensure_views(
             wh, [(spec.name, t) for t in ("raw", "rejects", "documents", "tombstones", "redirects")]

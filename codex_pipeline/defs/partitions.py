@@ -1,6 +1,8 @@
-"""The one partitioning scheme: a landing day."""
+"""The one partitioning scheme: a landing day, from ``$CODEX_PARTITIONS_START`` (default 2026-11-01)."""
 
 import dagster as dg
 
-PARTITIONS_START = "2026-11-01"
+from codex_pipeline.datasets.days import partitions_start
+
+PARTITIONS_START = partitions_start().isoformat()
 daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START)

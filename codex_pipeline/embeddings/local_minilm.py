@@ -27,7 +27,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,11 @@ def _windows(word_ids: list[int | None], limit: int, overlap: int) -> list[tuple
         s = min(nxt, e)
 
 
+def _shifted(on_batch: BatchCallback, offset: int) -> BatchCallback:
+    """``on_batch`` for a block that starts at ``offset`` of the caller's list."""
+    return lambda rows, vecs: on_batch(rows + offset, vecs)
+
+
 class LocalMiniLMEmbedder:
     """``all-MiniLM-L6-v2`` (384-d, L2-normalized) from the packaged, SHA-checked weights."""
 
@@ -214,6 +219,13 @@ class LocalMiniLMEmbedder:
         return _load_model(self.model_dir, digest, self.device)
 
     def embed(self, texts: Sequence[str], on_batch: BatchCallback | None = None) -> EmbedResult:
+        """Vectors for ``texts``; ``on_batch`` gets the texts finished by every forward pass.
+
+        Texts are tokenized ``block_size`` at a time. Within a block, the batches run
+        in length order, so a call's positions are not contiguous; a long text is
+        reported once its last window is done. Frequent calls are what lets the
+        caller checkpoint by time (:class:`~codex_pipeline.embeddings.reuse.CheckpointPolicy`).
+        """
         texts = list(texts)
         n = len(texts)
         out = np.empty((n, DIMENSIONS), np.float32)
@@ -223,18 +235,20 @@ class LocalMiniLMEmbedder:
         requests = long_inputs = windows = 0
         for start in range(0, n, self.block_size):
             block = texts[start : start + self.block_size]
-            vecs, r, li, w = self._embed_block(model, block)
+            report = _shifted(on_batch, start) if on_batch is not None else None
+            vecs, r, li, w = self._embed_block(model, block, report)
             out[start : start + len(block)] = vecs
             requests, long_inputs, windows = requests + r, long_inputs + li, windows + w
-            if on_batch is not None:
-                on_batch(np.arange(start, start + len(block)), vecs)
         return EmbedResult(out, requests, long_inputs=long_inputs, windows=windows)
 
-    def _embed_block(self, model: Any, texts: list[str]) -> tuple[np.ndarray, int, int, int]:
+    def _embed_block(
+        self, model: Any, texts: list[str], report: BatchCallback | None = None
+    ) -> tuple[np.ndarray, int, int, int]:
         """Tokenize once (no truncation), cut long inputs into windows, run the model on ids.
 
         Feeding the ids to the model directly (what ``encode`` does after tokenizing)
         means each text is tokenized once, so the length check costs nothing extra.
+        ``report`` gets, after each forward pass, the block positions finished by it.
         """
         tok = model.tokenizer
         enc = tok(
@@ -242,34 +256,56 @@ class LocalMiniLMEmbedder:
         )
         ids = enc["input_ids"]
         seqs: list[list[int]] = []  # what the model reads: texts that fit, then windows
-        spans: list[tuple[int, int, int]] = []  # (row, first window, window count)
-        rows = []
+        owner: list[int] = []  # the text each sequence belongs to
+        spans: dict[int, tuple[int, int]] = {}  # long text -> (first window, window count)
         for i, x in enumerate(ids):
             if len(x) <= MAX_CONTENT_WORDPIECES:
-                rows.append(i)
                 seqs.append(x)
+                owner.append(i)
         n_fit = len(seqs)
         weights: list[int] = []
         for i, x in enumerate(ids):
             if len(x) > MAX_CONTENT_WORDPIECES:
                 wins = _windows(enc.word_ids(i), MAX_CONTENT_WORDPIECES, self.window_overlap)
-                spans.append((i, len(seqs), len(wins)))
+                spans[i] = (len(seqs), len(wins))
                 for s, e in wins:
                     seqs.append(x[s:e])
+                    owner.append(i)
                     weights.append(e - s)
-        vecs, batches = self._forward(model, seqs)
         out = np.empty((len(texts), DIMENSIONS), np.float32)
-        out[rows] = vecs[:n_fit]
         w_all = np.asarray(weights, np.float32)
-        for i, first, count in spans:
-            w = w_all[first - n_fit : first - n_fit + count, None]
-            pooled = (vecs[first : first + count] * w).sum(axis=0) / w.sum()
-            out[i] = pooled / np.linalg.norm(pooled)
+        left = {i: count for i, (_, count) in spans.items()}  # windows still to run per long text
+
+        def finished(vecs: np.ndarray, done_seqs: list[int]) -> None:
+            rows = []
+            for k in done_seqs:
+                i = owner[k]
+                if k < n_fit:
+                    out[i] = vecs[k]
+                    rows.append(i)
+                    continue
+                left[i] -= 1
+                if left[i] == 0:
+                    first, count = spans[i]
+                    w = w_all[first - n_fit : first - n_fit + count, None]
+                    pooled = (vecs[first : first + count] * w).sum(axis=0) / w.sum()
+                    out[i] = pooled / np.linalg.norm(pooled)
+                    rows.append(i)
+            if report is not None and rows:
+                done = np.sort(np.asarray(rows, np.int64))
+                report(done, out[done])
+
+        batches = self._forward(model, seqs, finished)
         return out, batches, len(spans), len(weights)
 
-    def _forward(self, model: Any, seqs: list[list[int]]) -> tuple[np.ndarray, int]:
+    def _forward(
+        self, model: Any, seqs: list[list[int]], finished: Callable[[np.ndarray, list[int]], None]
+    ) -> int:
         """Sentence vectors for wordpiece id sequences (each <= 254), as ``encode`` computes
-        them: ``[CLS] ids [SEP]``, padded per batch, mean pooling, L2 normalization."""
+        them: ``[CLS] ids [SEP]``, padded per batch, mean pooling, L2 normalization.
+
+        Fills one array and calls ``finished(array, sequences done)`` after each batch;
+        returns the number of batches."""
         import torch
 
         tok = model.tokenizer
@@ -299,4 +335,5 @@ class LocalMiniLMEmbedder:
                 emb = torch.nn.functional.normalize(emb, p=2, dim=1)  # as encode(normalize_embeddings=True)
                 out[idx] = emb.float().cpu().numpy()
                 batches += 1
-        return out, batches
+                finished(out, idx)
+        return batches

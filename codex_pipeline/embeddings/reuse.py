@@ -6,11 +6,15 @@ hash, not chunk id, so a vector follows its text: a ``chunking_version`` bump
 that yields the same text, a chunk that moved to another partition or dataset,
 or two chunks with identical text all cost no request.
 
-Failure midway: every batch the embedder finishes is appended to an
-:class:`EmbeddingCheckpoint` (small Parquet files, written atomically) before the
-next one is awaited, so when retries run out the vectors already paid for are on
-disk; the rerun loads them and sends only what is still missing. The final
-table has exactly one row per chunk, so nothing is lost or duplicated.
+Failure midway: every batch the embedder finishes goes to an
+:class:`EmbeddingCheckpoint`, which writes what it holds as a small Parquet file
+(atomically) every ``every_inputs`` vectors or every ``every_seconds``, whichever
+comes first (:class:`CheckpointPolicy`, default 4,096 inputs / 30 s, from
+``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``$CODEX_EMBED_CHECKPOINT_SECONDS``), and at
+once when the embedder raises. A run killed outright (``kill -9``, OOM) so loses
+at most about ``every_seconds`` of work; the rerun loads the saved vectors and
+sends only what is still missing. The final table has exactly one row per
+chunk, so nothing is lost or duplicated.
 
 Typical use (what the Dagster asset does)::
 
@@ -28,8 +32,10 @@ import contextlib
 import datetime as dt
 import hashlib
 import logging
+import os
+import time
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -38,8 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from codex_pipeline.warehouse.storage import write_parquet_atomic
 from codex_pipeline.embeddings.base import Embedder, EmptyInput, InputTooLong
+from codex_pipeline.warehouse.storage import write_parquet_atomic
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +83,7 @@ def input_hashes(chunks: pa.Table, text_column: str = TEXT_COLUMN) -> list[str]:
 
 
 def _now_us() -> int:
-    return int(dt.datetime.now(dt.timezone.utc).timestamp() * 1_000_000)
+    return int(dt.datetime.now(dt.UTC).timestamp() * 1_000_000)
 
 
 def _vectors(table: pa.Table) -> np.ndarray:
@@ -182,25 +188,124 @@ class VectorLookup:
         return lk
 
 
-class EmbeddingCheckpoint:
-    """Vectors of a partition embedded so far, persisted batch by batch.
+CHECKPOINT_INPUTS_ENV = "CODEX_EMBED_CHECKPOINT_INPUTS"
+CHECKPOINT_SECONDS_ENV = "CODEX_EMBED_CHECKPOINT_SECONDS"
 
-    A folder of ``part-*.parquet`` files (checkpoint schema), each written to a temp
-    file and renamed, so a crash leaves either a whole batch or nothing. Keep it
-    outside the warehouse table folders (it is not a partition) and ``clear()`` it
-    once the partition's table is written.
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """When buffered vectors are written: after ``every_inputs`` of them or ``every_seconds``
+    since the last write, whichever comes first.
+
+    Count alone is not enough: a slow model (a loaded CPU, a throttled API) could run
+    for half an hour before 4,096 inputs are done, and a killed run would have saved
+    nothing. Time is checked when a batch finishes, so a write lags by at most one batch.
     """
 
-    def __init__(self, directory: str | Path) -> None:
+    every_inputs: int = 4096
+    every_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.every_inputs < 1 or not self.every_seconds >= 0:
+            raise ValueError(f"checkpoint every_inputs must be >= 1 and every_seconds >= 0, got {self}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CheckpointPolicy:
+        """The defaults, overridden by ``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``_SECONDS``."""
+        env = os.environ if environ is None else environ
+        default = cls()
+        inputs = _env_number(env, CHECKPOINT_INPUTS_ENV, int, 1, "a whole number >= 1")
+        seconds = _env_number(env, CHECKPOINT_SECONDS_ENV, float, 0, "a number of seconds >= 0")
+        return cls(
+            every_inputs=default.every_inputs if inputs is None else int(inputs),
+            every_seconds=default.every_seconds if seconds is None else float(seconds),
+        )
+
+
+def _env_number(env: Mapping[str, str], name: str, kind: type[int] | type[float], low: float, what: str) -> float | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or not value >= low:
+        raise ValueError(f"{name}={raw!r} is not {what}")
+    return value
+
+
+class EmbeddingCheckpoint:
+    """Vectors of a partition embedded so far, persisted as the run goes.
+
+    A folder of ``part-*.parquet`` files (checkpoint schema), each written to a temp
+    file and renamed, so a crash leaves either a whole file or nothing. :meth:`add`
+    buffers vectors and writes them per ``policy`` (default: :meth:`CheckpointPolicy.from_env`);
+    :meth:`flush` writes the rest; :meth:`append` writes at once. Keep it outside the
+    warehouse table folders (it is not a partition) and ``clear()`` it once the
+    partition's table is written.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        policy: CheckpointPolicy | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.directory = Path(directory)
+        self.policy = policy if policy is not None else CheckpointPolicy.from_env()
+        self._clock = clock
+        self._pending: list[tuple[list[str], np.ndarray, str, str, int]] = []
+        self._pending_rows = 0
+        self._last_write = clock()
 
     def __repr__(self) -> str:
-        return f"EmbeddingCheckpoint({str(self.directory)!r})"
+        return f"EmbeddingCheckpoint({str(self.directory)!r}, {self.policy})"
+
+    @property
+    def pending(self) -> int:
+        """Vectors buffered but not yet on disk."""
+        return self._pending_rows
+
+    def add(self, hashes: list[str], vectors: np.ndarray, model: str, version: str, embedded_at_us: int) -> Path | None:
+        """Buffer one finished batch; write the buffer if the policy says it is time."""
+        if len(hashes):
+            self._pending.append((list(hashes), vectors, model, version, embedded_at_us))
+            self._pending_rows += len(hashes)
+        due = self._pending_rows >= self.policy.every_inputs or (
+            self._clock() - self._last_write >= self.policy.every_seconds
+        )
+        return self.flush() if due else None
+
+    def flush(self) -> Path | None:
+        """Write every buffered vector as one file (None when nothing was buffered)."""
+        self._last_write = self._clock()
+        if not self._pending:
+            return None
+        batches, self._pending, self._pending_rows = self._pending, [], 0
+        by_key: dict[tuple[str, str], list[tuple[list[str], np.ndarray, int]]] = {}
+        for hs, vecs, model, version, at in batches:
+            by_key.setdefault((model, version), []).append((hs, vecs, at))
+        path = None
+        for (model, version), parts in by_key.items():
+            path = self._write(
+                [h for hs, _, _ in parts for h in hs],
+                np.concatenate([v for _, v, _ in parts]),
+                model,
+                version,
+                np.concatenate([np.full(len(hs), at, np.int64) for hs, _, at in parts]),
+            )
+        return path
 
     def files(self) -> list[Path]:
         return sorted(self.directory.glob("part-*.parquet")) if self.directory.is_dir() else []
 
     def append(self, hashes: list[str], vectors: np.ndarray, model: str, version: str, embedded_at_us: int) -> Path:
+        """Write one batch at once, whatever the policy."""
+        return self._write(hashes, vectors, model, version, np.full(len(hashes), embedded_at_us, np.int64))
+
+    def _write(self, hashes: list[str], vectors: np.ndarray, model: str, version: str, times_us: np.ndarray) -> Path:
         n, d = vectors.shape
         table = pa.Table.from_arrays(
             [
@@ -209,7 +314,7 @@ class EmbeddingCheckpoint:
                 pa.array([version] * n, pa.string()),
                 pa.array(np.full(n, d, np.int32)),
                 pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(vectors, np.float32).ravel()), d),
-                pa.array(np.full(n, embedded_at_us, np.int64), pa.timestamp("us", tz="UTC")),
+                pa.array(times_us, pa.timestamp("us", tz="UTC")),
             ],
             schema=checkpoint_schema(d),
         )
@@ -224,6 +329,7 @@ class EmbeddingCheckpoint:
         return sum(pq.ParquetFile(p).metadata.num_rows for p in self.files())
 
     def clear(self) -> None:
+        self._pending, self._pending_rows = [], 0
         for p in self.files():
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
@@ -370,12 +476,16 @@ def embed_partition(
             at = fixed_time if fixed_time is not None else _now_us()
             hs = [plan.missing[int(i)] for i in idx]
             if checkpoint is not None:
-                checkpoint.append(hs, vecs, model, version, at)
+                checkpoint.add(hs, vecs, model, version, at)
             for h, v in zip(hs, vecs):
                 fresh[h] = (v, at)
 
         try:
-            result = embedder.embed(missing_texts, on_batch=on_batch)
+            try:
+                result = embedder.embed(missing_texts, on_batch=on_batch)
+            finally:  # on success too: the vectors are on disk until the table is written
+                if checkpoint is not None:
+                    checkpoint.flush()
         except (InputTooLong, EmptyInput) as exc:
             exc.add_note(f"input {exc.index} is chunk {plan.chunk_ids[first_row[plan.missing[exc.index]]]}")
             raise

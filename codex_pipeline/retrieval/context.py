@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.core.tokens import TokenizedText, count_tokens
 from codex_pipeline.retrieval.lexical import analyze, analyze_query, sentence_bounds
 from codex_pipeline.retrieval.types import Context, Span
 
@@ -69,31 +69,27 @@ def context(text: str, spans: Sequence[Span], bounds: Span | None, parent_chunk_
 
 def _head(text: str, budget: int) -> str:
     """The longest prefix of ``text`` within ``budget`` tokens, ending at a word boundary."""
-    if count_tokens(text) <= budget:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:  # largest end with count(text[:end]) <= budget
-        mid = (lo + hi + 1) // 2
-        if count_tokens(text[:mid]) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    end = lo
-    cut = text.rfind(" ", 0, end)
-    return text[: cut if cut > 0 else end].rstrip()
+    return _cut(text, budget, head=True)
 
 
 def _tail(text: str, budget: int) -> str:
     """The longest suffix of ``text`` within ``budget`` tokens, starting at a word boundary."""
-    if count_tokens(text) <= budget:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:  # smallest start with count(text[start:]) <= budget
-        mid = (lo + hi) // 2
-        if count_tokens(text[mid:]) <= budget:
-            hi = mid
+    return _cut(text, budget, head=False)
+
+
+def _cut(text: str, budget: int, head: bool) -> str:
+    """One encode (char offsets of every token from it); a word-boundary snap, re-checked (BPE of a slice may differ)."""
+    while True:
+        encoded = TokenizedText(text)
+        n = len(encoded)
+        if n <= budget:
+            return text
+        starts = encoded.char_starts
+        if head:
+            end = int(starts[budget])
+            cut = text.rfind(" ", 0, end)
+            text = text[: cut if cut > 0 else end].rstrip()
         else:
-            lo = mid + 1
-    start = lo
-    cut = text.find(" ", start)
-    return text[cut + 1 if 0 <= cut < len(text) - 1 else start:].lstrip()
+            start = int(starts[n - budget])
+            cut = text.find(" ", start - 1)
+            text = text[cut + 1 if 0 <= cut < len(text) - 1 else start:].lstrip()

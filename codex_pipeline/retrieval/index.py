@@ -7,7 +7,7 @@ Layout, under ``warehouse/<dataset>/search_index/``::
         manifest.json       what was indexed, with which model and analyzer
         rows.arrow          one row per current chunk, sorted by key (Arrow IPC, uncompressed, mmap)
         docs.arrow          canonical text of each current document (spans and context come from it)
-        bm25/               bm25s sparse score matrix (loaded with mmap)
+        bm25/               term ids per chunk and the BM25 score matrix (numpy, loaded with mmap)
         vectors.usearch     HNSW graph over f16 vectors, keyed like rows.arrow (opened as a view)
 
 A build writes a new version folder next to the live one and then swaps
@@ -46,13 +46,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bm25s
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from usearch.index import Index
 
-from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze_many, stemming
+from codex_pipeline.retrieval import bm25
+from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze, stemming
 
 FORMAT_VERSION = "1"
 CURRENT_FILE = "CURRENT"
@@ -101,6 +101,7 @@ class IndexManifest:
     embedding_version: str | None
     dimensions: int
     vectors_reused: int  # taken over from the previous version's graph
+    terms_reused: int  # chunks whose analyzed terms were taken over (not analyzed again)
     graph: str  # "built" | "updated" | "none"
     build_seconds: float
     analyzer: str
@@ -164,10 +165,11 @@ def build_search_index(
     try:
         _write_arrow(rows, tmp / ROWS_FILE)
         _write_arrow(docs, tmp / DOCS_FILE)
-        _write_bm25(rows, tmp / BM25_DIR)
         previous = _live_dir(root) if reuse else None
         keys = rows.column("key").to_numpy()
-        graph, reused = _write_graph(tmp / VECTORS_FILE, keys[has_vector], rows.column("content_hash").filter(pa.array(has_vector)), vectors, previous, model, version)
+        hashes = rows.column("content_hash")
+        terms_reused = _write_bm25(tmp / BM25_DIR, rows, previous)
+        graph, reused = _write_graph(tmp / VECTORS_FILE, keys[has_vector], hashes.filter(pa.array(has_vector)), vectors, previous, model, version)
         manifest = IndexManifest(
             dataset=dataset,
             version=name,
@@ -181,6 +183,7 @@ def build_search_index(
             embedding_version=version,
             dimensions=int(vectors.shape[1]) if vectors.size else 0,
             vectors_reused=reused,
+            terms_reused=terms_reused,
             graph=graph,
             build_seconds=round(time.perf_counter() - t0, 3),
             analyzer=analyzer_id(),
@@ -306,12 +309,42 @@ def _write_arrow(table: pa.Table, path: Path) -> None:
         writer.write_table(table, max_chunksize=1 << 16)
 
 
-def _write_bm25(rows: pa.Table, folder: Path) -> None:
-    if rows.num_rows == 0:
-        return
-    model = bm25s.BM25()
-    model.index(analyze_many(rows.column("chunk_text").to_pylist()), show_progress=False)
-    model.save(str(folder), show_progress=False)
+def _write_bm25(folder: Path, rows: pa.Table, previous: Path | None) -> int:
+    """Analyze the chunks the previous version does not hold (same key, same text); returns how many were reused."""
+    reuse = _reusable_rows(rows, previous) if previous is not None and _same_analyzer(previous) else None
+    old = bm25.Bm25(previous / BM25_DIR).term_table() if reuse is not None and previous is not None else None
+    texts = rows.column("chunk_text")
+    need = np.flatnonzero(reuse < 0) if reuse is not None else np.arange(rows.num_rows)
+    analyzed: list[list[str] | None] = [None] * rows.num_rows
+    for i, text in zip(need.tolist(), texts.take(pa.array(need, pa.int64())).to_pylist()):
+        analyzed[i] = analyze(text)
+    table = bm25.TermTable.build(analyzed, old, reuse)
+    bm25.save(folder, table, bm25.score_matrix(table))
+    return rows.num_rows - len(need)
+
+
+def _reusable_rows(rows: pa.Table, previous: Path) -> np.ndarray:
+    """For each row, the previous version's row with the same key and text (-1: none)."""
+    old = _open_arrow(previous / ROWS_FILE).select(["key", "content_hash"])
+    old_keys = old.column("key").to_numpy()
+    keys = rows.column("key").to_numpy()
+    pos = np.searchsorted(old_keys, keys)
+    pos_ok = np.minimum(pos, max(len(old_keys) - 1, 0))
+    out = np.full(len(keys), -1, np.int64)
+    if not len(old_keys):
+        return out
+    same_key = old_keys[pos_ok] == keys
+    same_text = pc.equal(rows.column("content_hash"), old.column("content_hash").take(pa.array(pos_ok))).to_numpy(
+        zero_copy_only=False
+    )
+    hit = same_key & np.asarray(same_text, bool)
+    out[hit] = pos_ok[hit]
+    return out
+
+
+def _same_analyzer(previous: Path) -> bool:
+    manifest = json.loads((previous / MANIFEST_FILE).read_text())
+    return bool(manifest.get("analyzer") == analyzer_id() and manifest.get("format_version") == FORMAT_VERSION)
 
 
 def _write_graph(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import bm25s.stopwords
 
 WORD = re.compile(r"\w+")
-IDENTIFIER = re.compile(r"\w+(?:[-./:]\w+)+(?:\(\w{1,4}\))*|\w+(?:\(\w{1,4}\))+")
+IDENTIFIER = re.compile(r"\b\w+(?:[-./:]\w+)+(?:\(\w{1,4}\))*|\b\w+(?:\(\w{1,4}\))+")
 """Runs of word characters joined by ``- . / :`` (ids, dates, versions), with any
 parenthesized subsections a statute citation carries: ``1926.651(k)(1)``."""
 STOPWORDS = frozenset(bm25s.stopwords.STOPWORDS_EN)

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import bm25s
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from usearch.index import Index
 
+from codex_pipeline.retrieval.bm25 import Bm25
 from codex_pipeline.retrieval.index import (
     BM25_DIR,
     DOCS_FILE,
@@ -58,7 +58,7 @@ class SearchIndex:
         self.rows = _open_arrow(folder / ROWS_FILE)
         self.docs = _open_arrow(folder / DOCS_FILE)
         self.keys = self.rows.column("key").to_numpy()  # sorted; zero-copy when one record batch
-        self.bm25 = bm25s.BM25.load(str(folder / BM25_DIR), mmap=True, show_progress=False) if (folder / BM25_DIR).exists() else None
+        self.bm25 = Bm25(folder / BM25_DIR) if (folder / BM25_DIR).exists() else None
         vec = folder / VECTORS_FILE
         self.graph = Index.restore(str(vec), view=True) if vec.exists() else None
         self._has_vector = self.rows.column("has_vector").to_numpy(zero_copy_only=False)
@@ -87,7 +87,7 @@ class SearchIndex:
 
     def knows(self, term: str) -> bool:
         """Whether ``term`` occurs in the indexed text."""
-        return self.bm25 is not None and term in self.bm25.vocab_dict
+        return self.bm25 is not None and term in self.bm25.vocab
 
     def row(self, i: int) -> dict[str, object]:
         return {name: self.rows.column(name)[i].as_py() for name in self.rows.column_names}
@@ -121,10 +121,7 @@ class SearchIndex:
         """Up to ``limit`` rows by BM25 score (> 0), best first, passing ``mask`` and ``accept``."""
         if self.bm25 is None or not terms:
             return []
-        ids = self.bm25.get_tokens_ids(terms)
-        if not ids:
-            return []
-        scores = np.asarray(self.bm25.get_scores_from_ids(ids), np.float32)
+        scores = self.bm25.scores(terms)
         if mask is not None:
             scores = np.where(mask, scores, 0.0)
         positive = int((scores > 0).sum())

@@ -400,16 +400,20 @@ class ScaleOutStack:
     def start(self, workers: Mapping[str, Mapping[str, str]], timeout_s: float = 240.0) -> None:
         """Start the code server, the daemon and the named workers; wait until all answer."""
         self.home.mkdir(parents=True, exist_ok=True)
-        instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
-        (self.home / "dagster.yaml").write_text(yaml.safe_dump(_merged(instance, self.instance_overrides), sort_keys=False))
+        if self.instance_overrides:
+            instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+            (self.home / "dagster.yaml").write_text(yaml.safe_dump(_merged(instance, self.instance_overrides), sort_keys=False))
+        else:
+            shutil.copy(DEPLOY / "dagster.yaml", self.home / "dagster.yaml")
         self.code_server_port = free_port()
         logs = self.root / "logs"
         # Create the schema once, before many processes race to create it on first connect
         # (docs/deployment.md: `dagster instance migrate` before starting the fleet).
-        subprocess.run(
-            [str(BIN / "dagster"), "instance", "migrate"], env=self.env, cwd=REPO, check=True,
-            capture_output=True, timeout=300,
+        migrated = subprocess.run(
+            [str(BIN / "dagster"), "instance", "migrate"], env=self.env, cwd=REPO, capture_output=True, text=True, timeout=300
         )
+        if migrated.returncode:
+            raise ServiceError(f"dagster instance migrate failed:\n{migrated.stdout}\n{migrated.stderr}")
         self.code_server = spawn(
             "code server",
             [str(BIN / "dagster"), "code-server", "start", "-h", LOOPBACK, "-p", str(self.code_server_port),

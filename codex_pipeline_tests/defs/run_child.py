@@ -1,0 +1,55 @@
+"""``python -m codex_pipeline_tests.defs.run_child DAY [PAUSE_AFTER MARKER]``: a run as the CLI starts it.
+
+Sweeps dead runs, then materializes the narrative dataset for ``DAY`` in this
+process on ``$DAGSTER_HOME``'s instance, tagged with this process (what
+``codex materialize`` does with ``codex_all``). With ``PAUSE_AFTER``, the real local
+embedder stops for good after that many batches (marker file written) so the
+parent can SIGKILL the run mid-embedding. Exit status 0 when the run succeeded.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from codex_pipeline.defs.assets import assets_by_dataset
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.run_hygiene import local_run_tags, sweep_dead_runs
+from codex_pipeline_tests.embeddings.pausing import PausingEmbedder
+
+
+class PausingEmbedding(EmbeddingSettings):
+    """The configured embedder, made to stop after ``pause_after`` batches (0: never)."""
+
+    pause_after: int = 0
+    marker: str = ""
+
+    def build(self):  # type: ignore[no-untyped-def]
+        inner = super().build()
+        return PausingEmbedder(inner, self.pause_after, Path(self.marker)) if self.pause_after else inner
+
+
+def main(argv: list[str]) -> int:
+    day = argv[0]
+    pause_after, marker = (int(argv[1]), argv[2]) if len(argv) > 2 else (0, "")
+    with dg.DagsterInstance.get() as instance:
+        print(f"sweep: {sweep_dead_runs(instance)}", flush=True)
+        result = dg.materialize(
+            assets_by_dataset["narrative"],
+            partition_key=day,
+            instance=instance,
+            tags=local_run_tags(),
+            resources={
+                "warehouse": CodexWarehouse(),
+                "embedding": PausingEmbedding(local_batch_size=4, pause_after=pause_after, marker=marker),
+            },
+            raise_on_error=False,
+        )
+        print(f"run {result.run_id}: {'ok' if result.success else 'FAILED'}", flush=True)
+        return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
