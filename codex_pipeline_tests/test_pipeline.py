@@ -10,7 +10,7 @@ from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.core import tokens
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.sources.markdown import load_docs_day
+from codex_pipeline.sources.markdown import load_docs_day, markdown_document
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DAY = dt.date(2026, 11, 24)
@@ -33,14 +33,13 @@ def test_rows_are_identical_with_and_without_encoding_ahead() -> None:
     spec = get_dataset("docs")
     assert spec.encodes_documents
     docs = load_docs_day(FIXTURES / "docs").documents
-    docs.append(SourceDocument(doc_id="urn:aprs:docs:u.md", record_id="u.md", source_file="u.md", title=None,
-                               text="# Überblick\n\nÄpfel, 日本語 und 🙂 im Text.\n\n## Zwei\n\nMehr – viel mehr.\n"))
+    docs.append(markdown_document("u.md", "# Überblick\n\nÄpfel, 日本語 und 🙂 im Text.\n\n## Zwei\n\nMehr – viel mehr.\n"))
     seen: list[bool] = []
 
-    def watching(doc: SourceDocument):
+    def watching(doc: SourceDocument, limits=spec.limits):
         ahead = tokens._AHEAD.get()
         seen.append(ahead is not None and ahead.get(id(doc.text), ("",))[0] is doc.text)  # encoded, not yet used
-        drafts = spec.chunker(doc)
+        drafts = spec.chunker(doc, limits)
         seen.append(ahead is not None and id(doc.text) not in ahead)  # handed out by the chunker's encode
         return drafts
 

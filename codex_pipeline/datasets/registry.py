@@ -161,7 +161,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         chunker=chunk_markdown,
         limits=MarkdownLimits(min_size=256, max_size=512, overlap=32, unit="tokens"),
         encodes_documents=True,
-        chunker_revision="1.0",
+        chunker_revision="1.1",  # 1.1: sections from the reader's CommonMark blocks
+        source_version="2",  # 2: CommonMark structure (markdown-it) in raw.blocks
     ),
     DatasetSpec(
         name="email_threads",
