@@ -31,7 +31,7 @@ def load_texts(corpus: Path) -> list[tuple[str, str]]:
 
 
 def codex_rows(texts: list[tuple[str, str]]) -> int:
-    run = ChunkRun("narrative", dt.date(2026, 11, 24), "bench", dt.datetime.now(dt.timezone.utc))
+    run = ChunkRun("narrative", dt.date(2026, 11, 24), "bench", dt.datetime.now(dt.UTC))
     buf = RowBuffer(run)
     for name, text in texts:
         doc = SourceDocument(f"urn:aprs:narrative:{name}", name, text, name)

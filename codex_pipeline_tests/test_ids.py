@@ -1,7 +1,8 @@
-from codex_pipeline.core.ids import make_chunk_id, make_doc_id, make_locator, revision8
 import re
 
 import pytest
+
+from codex_pipeline.core.ids import make_chunk_id, make_doc_id, make_locator, revision8
 
 
 def test_chunk_id_golden_and_format() -> None:

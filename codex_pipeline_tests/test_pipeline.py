@@ -6,15 +6,15 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.core import tokens
 from codex_pipeline.core.documents import SourceDocument
+from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.markdown import load_docs_day, markdown_document
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DAY = dt.date(2026, 11, 24)
-AT = dt.datetime(2026, 11, 25, tzinfo=dt.timezone.utc)
+AT = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
 
 
 def _doc(i: int, size: int) -> SourceDocument:

@@ -25,12 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from codex_pipeline.chunkers.sizing import Budget, split_range
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.ids import make_chunk_id
 from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.core.tokens import count_tokens, count_tokens_batch
-from codex_pipeline.chunkers.sizing import Budget, split_range
 
 DEFAULT_MAX_EMAILS = 10
 DEFAULT_MAX_TOKENS = 512
@@ -99,12 +99,8 @@ class EmailChunker:
             self._windows(i, j, ctx, size, tokens, windows)
             i = j
 
-        sid_of = []
+        sid_of = [f"window.{k}" for k in range(1, len(windows) + 1)]
         drafts: list[ChunkDraft] = []
-        k = 0
-        for w in windows:
-            k += 1
-            sid_of.append(f"window.{k}")
         summary = self._summary(doc, p)
         child_ids: list[str] = []
         for w, sid in zip(windows, sid_of):

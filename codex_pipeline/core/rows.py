@@ -5,8 +5,9 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

@@ -82,7 +82,7 @@ def position_id(record: Mapping[str, Any]) -> str:
     """``{mmsi}-{YYYYMMDDTHHMMSSZ}``: a vessel reports at most one position per second."""
     t = dt.datetime.fromisoformat(record["base_datetime"])
     if t.tzinfo is not None:
-        t = t.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        t = t.astimezone(dt.UTC).replace(tzinfo=None)
     return f"{record['mmsi']}-{t:%Y%m%dT%H%M%S}Z"
 
 

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.chunkers.email import EmailChunker, chunk_email_threads
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
 from codex_pipeline.core.contract_check import validate_chunks
 from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.sources.email.threads import build_threads, render_thread
 from codex_pipeline.core.ids import make_chunk_id, make_doc_id
-from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.core.rows import ChunkDraft
-from codex_pipeline.sources.email.reader import load_email_day
-from codex_pipeline.sources.email.mbox import EmailMessage
 from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.sources.email.mbox import EmailMessage
+from codex_pipeline.sources.email.reader import load_email_day
+from codex_pipeline.sources.email.threads import build_threads, render_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "email_threads"
@@ -77,7 +77,7 @@ def test_thread_parent_and_windows_golden() -> None:
 
 
 def test_window_limits_and_overlap() -> None:
-    base = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
     msgs = [
         EmailMessage(f"m{i}@x", f"P{i % 3}", f"p{i % 3}@x", base + dt.timedelta(hours=i), "Re: Chain",
                      f"m{i - 1}@x" if i else None, (f"m{i - 1}@x",) if i else (), f"Message body number {i}.",
@@ -97,7 +97,7 @@ def test_window_limits_and_overlap() -> None:
 
 
 def test_long_message_is_split_never_truncated() -> None:
-    base = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
     long_body = "\n\n".join(
         f"Paragraph {k}: the export retried the upload of file {k} three times and then gave up, "
         f"so the manifest was never written and readers kept the previous snapshot." for k in range(60)

@@ -65,7 +65,6 @@ def test_narrative_windows_follow_the_registry_limits() -> None:
 
 def test_email_windows_follow_the_registry_limits() -> None:
     from codex_pipeline.sources.email.reader import load_email_day
-
     from codex_pipeline_tests.conftest import FIXTURES
 
     doc = max(load_email_day(FIXTURES / "email_threads").documents, key=lambda d: len(d.payload["messages"]))

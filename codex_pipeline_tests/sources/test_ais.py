@@ -6,7 +6,6 @@ from pathlib import Path
 
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.ais import AIS_POSITIONS, MARINECADASTRE_COLUMNS, load_ais_day, position_id
-
 from codex_pipeline_tests.conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
-from codex_pipeline.sources.email.threads import build_threads, render_thread
 from codex_pipeline.core.ids import make_doc_id
-from codex_pipeline.sources.files import landing_files
 from codex_pipeline.sources.email.mbox import EmailMessage, read_eml, read_mbox
+from codex_pipeline.sources.email.threads import build_threads, render_thread
+from codex_pipeline.sources.files import landing_files
 
 DATASET = "email_threads"
 READERS = {".mbox": read_mbox, ".mbx": read_mbox, ".eml": read_eml}

@@ -30,7 +30,7 @@ from typing import Any
 
 from codex_pipeline.sources.email.mbox import EmailMessage
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 MIN_QUOTE_CHARS = 20  # shorter quoted runs ("> +1") stay verbatim: too ambiguous to attribute
 MAX_LISTED_PARTICIPANTS = 40
 
