@@ -9,10 +9,12 @@ import time
 from collections.abc import Sequence
 
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
+from codex_pipeline.cli.search_command import add_search_command
+from codex_pipeline.datasets.days import DayError, check_days
 from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
-from codex_pipeline.warehouse.queries import EXAMPLE_SQL, SEARCH_SQL, history_suffix
-from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, connect_catalog
+from codex_pipeline.warehouse.queries import EXAMPLE_SQL
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 
 COUNTS_SQL = """\
 SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
@@ -44,11 +46,15 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
     import dagster as dg
 
     from codex_pipeline.defs import defs
+    from codex_pipeline.defs.run_hygiene import local_run_tags, sweep_dead_runs
 
     if data_dir:
         os.environ["CODEX_DATA_DIR"] = data_dir
     job = defs.resolve_job_def("codex_all")
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    swept = sweep_dead_runs(instance)  # runs killed earlier must not hold pool slots
+    if swept.failed or swept.freed:
+        print(f"codex: {swept}", flush=True)
     ok = True
     for i, day in enumerate(days, 1):
         t0 = time.perf_counter()
@@ -58,6 +64,7 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
             instance=instance,
             raise_on_error=False,
             run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            tags=local_run_tags(),
         )
         status = "ok" if result.success else "FAILED"
         print(f"[{i}/{len(days)}] {day}: {status} in {time.perf_counter() - t0:.1f}s (run {result.run_id[:8]})", flush=True)
@@ -69,7 +76,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     wh = Warehouse(args.data_dir)
     copied = install_sample_landing(wh)
     print(f"data dir: {wh.root} ({len(copied)} sample landing folders installed)")
-    days = args.days or sample_days()
+    try:
+        days = check_days(args.days) if args.days else sample_days()
+    except DayError as exc:
+        print(f"codex: {exc}", file=sys.stderr)
+        return 2
     ok = run_days(days, str(wh.root))
     con = connect_catalog(wh, read_only=True)
     try:
@@ -106,42 +117,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_materialize(args: argparse.Namespace) -> int:
-    return 0 if run_days(args.days, args.data_dir) else 1
+    try:
+        days = check_days(args.days)
+    except DayError as exc:
+        print(f"codex: {exc}", file=sys.stderr)
+        return 2
+    return 0 if run_days(days, args.data_dir) else 1
 
 
 def cmd_query(args: argparse.Namespace) -> int:
     con = connect_catalog(Warehouse(args.data_dir), read_only=True)
     try:
         _print_rows(con, args.sql)
-    finally:
-        con.close()
-    return 0
-
-
-def _has_view(con, name: str) -> bool:
-    return bool(
-        con.execute(
-            "SELECT count(*) FROM duckdb_views() WHERE schema_name = ? AND view_name = ?", [SCHEMA, name]
-        ).fetchall()[0][0]
-    )
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    """Embed the query with the configured model and rank stored vectors by cosine.
-
-    The current corpus by default (each document's latest landing, deleted documents
-    left out); ``--history`` ranks every stored version, each hit with its day.
-    """
-    from codex_pipeline.embeddings import make_embedder
-
-    embedder = make_embedder(args.embedder)
-    vector = embedder.embed([args.query]).vectors[0].tolist()
-    con = connect_catalog(Warehouse(args.data_dir), read_only=True)
-    try:
-        # a catalog whose dataset has no document index yet: its only views are the history
-        suffix = history_suffix(args.history and _has_view(con, f"{args.dataset}_embeddings{HISTORY_SUFFIX}"))
-        sql = SEARCH_SQL.format(dataset=args.dataset, suffix=suffix)
-        _print_rows(con, sql, [vector, embedder.model, embedder.version, args.k], records=True)
     finally:
         con.close()
     return 0
@@ -160,14 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("query", help="run SQL against the DuckDB catalog (read-only)")
     q.add_argument("sql")
     q.set_defaults(func=cmd_query)
-    s = sub.add_parser("search", help="top-k chunks by cosine similarity to a text query")
-    s.add_argument("dataset")
-    s.add_argument("query")
-    s.add_argument("-k", type=int, default=5)
-    s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
-    s.add_argument("--history", action="store_true",
-                   help="rank every landed version (superseded and deleted documents too), not only the current corpus")
-    s.set_defaults(func=cmd_search)
+    add_search_command(sub)
     add_inspect_commands(sub)
     return p
 

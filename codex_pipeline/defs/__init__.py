@@ -7,6 +7,7 @@ import dagster as dg
 
 from codex_pipeline.embeddings import configured_kind
 from codex_pipeline.defs.assets import dataset_assets
+from codex_pipeline.defs.search_assets import search_index_assets
 from codex_pipeline.defs.executors import configured_executor
 from codex_pipeline.defs.jobs import codex_all_job
 from codex_pipeline.defs.resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
@@ -15,7 +16,7 @@ from codex_pipeline.defs.sensors import version_sensor
 from codex_pipeline.defs.run_hygiene import run_hygiene_sensor
 
 defs = dg.Definitions(
-    assets=dataset_assets,
+    assets=dataset_assets + search_index_assets,
     jobs=[codex_all_job],
     schedules=[daily_schedule],
     sensors=[version_sensor, run_hygiene_sensor],

@@ -218,7 +218,3 @@ def run_hygiene_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     if swept.failed or swept.freed:
         context.log.warning(f"run hygiene: {swept} (failed: {swept.failed}, freed: {swept.freed})")
     return dg.SkipReason(str(swept))
-
-
-if __name__ == "__main__":  # `python -m codex_pipeline.defs.run_hygiene`: one sweep of $DAGSTER_HOME
-    print(sweep_dead_runs(dg.DagsterInstance.get()))

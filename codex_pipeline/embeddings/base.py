@@ -17,7 +17,9 @@ import numpy as np
 
 #: Called once per finished batch, on the caller's thread, with the positions of
 #: the batch's texts in the list given to ``embed`` and their vectors ([k, d]).
-#: Used to persist completed work before a later batch fails.
+#: Used to persist completed work before a later batch fails or the process is
+#: killed; call it as often as batches finish, since the caller checkpoints by time
+#: only between calls (``reuse.CheckpointPolicy``).
 BatchCallback = Callable[[np.ndarray, np.ndarray], None]
 
 
