@@ -26,4 +26,5 @@ def test_every_registry_entry_has_its_assets() -> None:
             assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition)
             (chunks_def,) = [a for a in assets_by_dataset[spec.name] if chunks in a.keys]
             checks = list(chunks_def.check_specs)
-            assert [c.name for c in checks] == ["chunk_contract"] and checks[0].blocking
+            assert [c.name for c in checks] == ["chunk_contract", "current_chunk_ids_unique"]
+            assert checks[0].blocking and not checks[1].blocking  # the contract blocks; uniqueness warns

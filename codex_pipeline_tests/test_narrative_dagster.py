@@ -72,7 +72,7 @@ def test_ids_identical_across_runs(warehouse: Warehouse) -> None:
     assert first == second
 
 
-def _lying_chunker(doc):  # claims one token too many: the contract must catch it
+def _lying_chunker(doc, limits=None):  # claims one token too many: the contract must catch it
     return [ChunkDraft("all", "narrative_window", doc.text, ((0, len(doc.text)),), count_tokens(doc.text) + 1)]
 
 

@@ -319,7 +319,7 @@ def test_renamed_heading_redirects_through_dagster(warehouse: Warehouse) -> None
 _MODE = {"cut": "a"}
 
 
-def _switchable_chunker(doc):
+def _switchable_chunker(doc, limits=None):
     """Paragraph chunks named by the current mode; mode "bad" lies about a count (the contract fails)."""
     mode, text, out, pos = _MODE["cut"], doc.text, [], 0
     for k, para in enumerate(p for p in text.split("\n\n") if p.strip()):

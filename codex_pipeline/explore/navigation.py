@@ -338,7 +338,8 @@ class ChunkCollection(Sequence[Chunk]):
         if missing:
             raise ValueError(f"{view} is not a chunk table: no column(s) {', '.join(missing)}")
         cols = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
-        where, params = [], []
+        where: list[str] = []
+        params: list[object] = []
         if dataset is not None and "dataset" in present:
             where.append("dataset = ?")
             params.append(dataset)
@@ -504,7 +505,7 @@ class ChunkCollection(Sequence[Chunk]):
     def __repr__(self) -> str:
         return f"ChunkCollection({len(self._chunks)} chunks, {len(self._documents)} documents)"
 
-    def index(self, chunk: ChunkRef, start: int = 0, stop: int | None = None) -> int:  # type: ignore[override]
+    def index(self, chunk: ChunkRef, start: int = 0, stop: int | None = None) -> int:
         """Position of a chunk (or chunk id) in the collection."""
         i = self._index(chunk)
         if i < start or (stop is not None and i >= stop):

@@ -20,7 +20,7 @@ chunks: the analyzer (pure Python regex + Snowball) is the one per-chunk cost le
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,32 +44,33 @@ class TermTable:
     @classmethod
     def build(
         cls,
-        analyzed: Sequence[Sequence[str] | None],
+        fresh: Iterable[tuple[int, Sequence[str]]],
+        rows: int,
         previous: TermTable | None = None,
         reuse_rows: np.ndarray | None = None,
     ) -> TermTable:
-        """Row ``i`` takes ``analyzed[i]`` when given, else row ``reuse_rows[i]`` of ``previous``.
+        """Row ``i`` takes the terms ``fresh`` yields for it, else row ``reuse_rows[i]`` of ``previous``.
 
-        The vocabulary only grows (``previous.terms`` is the prefix of the new one), so
-        reused ids stay valid; the reused rows are copied with one vectorized gather.
+        ``fresh`` yields ``(row, terms)`` pairs and is consumed one row at a time, each
+        turned into int32 ids at once: the analyzed strings of a whole corpus are never
+        held together. The vocabulary only grows (``previous.terms`` is the prefix of
+        the new one), so reused ids stay valid; reused rows are copied with one
+        vectorized gather.
         """
         terms = list(previous.terms) if previous else []
         vocab = {t: i for i, t in enumerate(terms)}
-        n = len(analyzed)
-        lengths = np.zeros(n, np.int64)
-        fresh: dict[int, np.ndarray] = {}
-        for i, toks in enumerate(analyzed):
-            if toks is None:
-                continue
+        lengths = np.zeros(rows, np.int64)
+        new_ids: dict[int, np.ndarray] = {}
+        for i, toks in fresh:
             ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), np.int32, len(toks))
-            fresh[i] = ids
+            new_ids[i] = ids
             lengths[i] = len(ids)
-        reused = np.zeros(n, bool)
+        reused = np.zeros(rows, bool)
         if previous is not None and reuse_rows is not None:
             reused = reuse_rows >= 0
             src = reuse_rows[reused]
             lengths[reused] = previous.offsets[src + 1] - previous.offsets[src]
-        offsets = np.zeros(n + 1, np.int64)
+        offsets = np.zeros(rows + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat = np.empty(int(offsets[-1]), np.int32)
         if reused.any() and previous is not None and reuse_rows is not None:
@@ -78,7 +79,7 @@ class TermTable:
             shift = np.repeat(src_start - dst_start, lens)
             dst = np.repeat(dst_start, lens) + (np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens))
             flat[dst] = previous.term_ids[dst + shift]
-        for i, ids in fresh.items():
+        for i, ids in new_ids.items():
             flat[offsets[i]:offsets[i + 1]] = ids
         terms.extend(list(vocab)[len(terms):])
         return cls(flat, offsets, terms)

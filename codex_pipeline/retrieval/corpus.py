@@ -9,7 +9,10 @@ Arrow tables and is tested without a warehouse.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +51,9 @@ def read_current_corpus(
             empty = pa.schema([(c, pa.string()) for c in ROW_COLUMNS])
             return CurrentCorpus(empty.empty_table(), pa.table({"doc_id": [], "canonical_text": []}), None, False)
         cols = ", ".join(ROW_COLUMNS)
-        chunks = con.execute(f"SELECT {cols} FROM {SCHEMA}.{dataset}_chunks").to_arrow_table()
+        chunks = con.sql(f"SELECT {cols} FROM {SCHEMA}.{dataset}_chunks").to_arrow_table()
         documents = (
-            con.execute(
+            con.sql(
                 f"SELECT doc_id, canonical_text FROM {SCHEMA}.{dataset}_raw "
                 f"SEMI JOIN (SELECT DISTINCT doc_id, partition_date FROM {SCHEMA}.{dataset}_chunks) USING (doc_id, partition_date)"
             ).to_arrow_table()
@@ -61,10 +64,10 @@ def read_current_corpus(
         if f"{dataset}_embeddings" in have:
             where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
             params = [embedding_model, embedding_version] if where else []
-            embeddings = con.execute(
+            embeddings = con.sql(
                 "SELECT chunk_id, partition_date, input_hash, embedding_model, embedding_version, vector "
                 f"FROM {SCHEMA}.{dataset}_embeddings{where}",
-                params,
+                params=params,
             ).to_arrow_table()
     finally:
         con.close()
@@ -98,22 +101,36 @@ def update_dataset_index(
 ) -> tuple[IndexManifest, bool]:
     """Rebuild ``dataset``'s index from its current corpus unless its inputs are unchanged.
 
-    Returns (the live manifest, whether a new version was built).
+    Returns (the live manifest, whether a new version was built). Builds of one
+    dataset are serialized by a file lock, and the fingerprint is taken under it.
     """
     root = index_root(wh, dataset)
-    source = {**source_fingerprint(wh, dataset), "embedding": f"{embedding_model} {embedding_version}"}
-    live = read_manifest(root)
-    if live is not None and not force and all(live.source.get(k) == v for k, v in source.items()):
-        return live, False
-    corpus = read_current_corpus(wh, dataset, embedding_model, embedding_version)
-    manifest = build_search_index(
-        root,
-        dataset,
-        corpus.chunks,
-        corpus.documents,
-        corpus.embeddings,
-        embedding_model=embedding_model,
-        embedding_version=embedding_version,
-        source={**source, "current_corpus": "yes" if corpus.current else "no document index: every partition"},
-    )
+    with _build_lock(root):  # concurrent runs of one dataset: each build reads what the previous one left
+        source = {**source_fingerprint(wh, dataset), "embedding": f"{embedding_model} {embedding_version}"}
+        live = read_manifest(root)
+        if live is not None and not force and live.current_format and all(live.source.get(k) == v for k, v in source.items()):
+            return live, False
+        corpus = read_current_corpus(wh, dataset, embedding_model, embedding_version)
+        manifest = build_search_index(
+            root,
+            dataset,
+            corpus.chunks,
+            corpus.documents,
+            corpus.embeddings,
+            embedding_model=embedding_model,
+            embedding_version=embedding_version,
+            source={**source, "current_corpus": "yes" if corpus.current else "no document index: every partition"},
+        )
     return manifest, True
+
+
+@contextlib.contextmanager
+def _build_lock(root: Path) -> Iterator[None]:
+    """One build per dataset at a time, so an older snapshot of the corpus never goes live after a newer one."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".build.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

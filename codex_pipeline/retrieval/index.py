@@ -41,8 +41,8 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ from usearch.index import Index
 from codex_pipeline.retrieval import bm25
 from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze, stemming
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 ROWS_FILE = "rows.arrow"
@@ -101,12 +101,22 @@ class IndexManifest:
     embedding_version: str | None
     dimensions: int
     vectors_reused: int  # taken over from the previous version's graph
-    terms_reused: int  # chunks whose analyzed terms were taken over (not analyzed again)
     graph: str  # "built" | "updated" | "none"
     build_seconds: float
     analyzer: str
+    terms_reused: int = 0  # chunks whose analyzed terms were taken over (not analyzed again)
     format_version: str = FORMAT_VERSION
     source: Mapping[str, str] = field(default_factory=dict)  # fingerprint of the inputs
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IndexManifest:
+        """Tolerant of other format versions: unknown keys are dropped (check ``format_version``)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def current_format(self) -> bool:
+        return self.format_version == FORMAT_VERSION and self.analyzer == analyzer_id()
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -159,7 +169,7 @@ def build_search_index(
     vectors, has_vector = _vectors(rows, embeddings, model, version)
     rows = rows.append_column("has_vector", pa.array(has_vector))
 
-    name = f"v-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
+    name = f"v-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
     tmp = root / f".tmp-{name}"
     tmp.mkdir()
     try:
@@ -173,7 +183,7 @@ def build_search_index(
         manifest = IndexManifest(
             dataset=dataset,
             version=name,
-            built_at=dt.datetime.now(dt.timezone.utc).isoformat(),
+            built_at=dt.datetime.now(dt.UTC).isoformat(),
             chunks=rows.num_rows,
             documents=docs.num_rows,
             vectors=int(has_vector.sum()),
@@ -204,8 +214,7 @@ def read_manifest(root: Path) -> IndexManifest | None:
     live = _live_dir(root)
     if live is None:
         return None
-    data = json.loads((live / MANIFEST_FILE).read_text())
-    return IndexManifest(**data)
+    return IndexManifest.from_dict(json.loads((live / MANIFEST_FILE).read_text()))
 
 
 # -- building ------------------------------------------------------------------------
@@ -298,10 +307,15 @@ def _vectors(
     has[row_idx] = True
     if not len(emb_idx):
         return np.zeros((0, 0), np.float32), has
-    col = emb.column("vector").combine_chunks()
-    dims = col.type.list_size if pa.types.is_fixed_size_list(col.type) else len(col[0])
-    flat = pc.list_flatten(col.take(pa.array(emb_idx))).to_numpy(zero_copy_only=False)
-    return np.ascontiguousarray(flat.reshape(-1, dims), dtype=np.float32), has
+    picked = emb.column("vector").take(pa.array(emb_idx))
+    dims = picked.type.list_size if pa.types.is_fixed_size_list(picked.type) else len(picked[0])
+    out = np.empty((len(emb_idx), dims), np.float32)  # filled chunk by chunk: no second full copy
+    at = 0
+    for chunk in picked.chunks:
+        part = pc.list_flatten(chunk).to_numpy(zero_copy_only=False).reshape(-1, dims)
+        out[at:at + len(part)] = part
+        at += len(part)
+    return out, has
 
 
 def _write_arrow(table: pa.Table, path: Path) -> None:
@@ -313,14 +327,18 @@ def _write_bm25(folder: Path, rows: pa.Table, previous: Path | None) -> int:
     """Analyze the chunks the previous version does not hold (same key, same text); returns how many were reused."""
     reuse = _reusable_rows(rows, previous) if previous is not None and _same_analyzer(previous) else None
     old = bm25.Bm25(previous / BM25_DIR).term_table() if reuse is not None and previous is not None else None
-    texts = rows.column("chunk_text")
     need = np.flatnonzero(reuse < 0) if reuse is not None else np.arange(rows.num_rows)
-    analyzed: list[list[str] | None] = [None] * rows.num_rows
-    for i, text in zip(need.tolist(), texts.take(pa.array(need, pa.int64())).to_pylist()):
-        analyzed[i] = analyze(text)
-    table = bm25.TermTable.build(analyzed, old, reuse)
+    table = bm25.TermTable.build(_analyzed(rows.column("chunk_text"), need), rows.num_rows, old, reuse)
     bm25.save(folder, table, bm25.score_matrix(table))
     return rows.num_rows - len(need)
+
+
+def _analyzed(texts: pa.ChunkedArray, rows: np.ndarray, batch: int = 8192) -> Iterator[tuple[int, list[str]]]:
+    """``(row, terms)`` for ``rows``, converting a batch of texts to Python at a time."""
+    for at in range(0, len(rows), batch):
+        part = rows[at:at + batch]
+        for i, text in zip(part.tolist(), texts.take(pa.array(part, pa.int64())).to_pylist()):
+            yield i, analyze(text)
 
 
 def _reusable_rows(rows: pa.Table, previous: Path) -> np.ndarray:
@@ -397,7 +415,7 @@ def _previous_graph(
     index = Index.restore(str(previous / VECTORS_FILE), view=False)
     if index is None:
         return None
-    index.expansion_add = EXPANSION_ADD
+    index.expansion_add = EXPANSION_ADD  # type: ignore[misc]  # not saved with the file; the stubs miss the setter
     return index, old_rows.column("key").to_numpy(), old_rows.column("content_hash").to_pylist()
 
 

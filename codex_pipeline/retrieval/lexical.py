@@ -35,7 +35,7 @@ def _stem_words() -> Callable[[list[str]], list[str]] | None:
         import Stemmer  # PyStemmer: optional, C speed
     except ImportError:
         return None
-    return Stemmer.Stemmer("english").stemWords  # type: ignore[no-any-return]
+    return Stemmer.Stemmer("english").stemWords
 
 
 def stemming() -> str:

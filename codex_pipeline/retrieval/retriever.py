@@ -34,8 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,8 +47,8 @@ from codex_pipeline.embeddings import Embedder, make_embedder
 from codex_pipeline.retrieval.context import anchor_spans, context, evidence
 from codex_pipeline.retrieval.index import CURRENT_FILE
 from codex_pipeline.retrieval.lexical import analyze_query
-from codex_pipeline.retrieval.searcher import Candidate, SearchIndex
-from codex_pipeline.retrieval.types import Context, Filters, Hit, SearchMode
+from codex_pipeline.retrieval.searcher import SearchIndex
+from codex_pipeline.retrieval.types import Context, Filters, Hit, SearchMode, Span
 from codex_pipeline.warehouse.storage import Warehouse
 
 SEARCH_INDEX_DIR = "search_index"
@@ -114,7 +113,7 @@ class Retriever:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = make_embedder(self._embedder_kind)
-            _one_thread_per_query()
+            _one_thread_per_query(self._embedder)
         return self._embedder
 
     def index(self, dataset: str) -> SearchIndex:
@@ -228,7 +227,7 @@ class Retriever:
             )
         return np.asarray(embedder.embed([query]).vectors[0], np.float32)
 
-    def _acceptor(self, held: _Open, filters: Filters):  # type: ignore[no-untyped-def]
+    def _acceptor(self, held: _Open, filters: Filters) -> Callable[[int], bool]:
         rows = held.index.rows
         live = held.live
         doc_col, day_col, meta_col = rows.column("doc_id"), rows.column("partition_date"), rows.column("metadata")
@@ -248,17 +247,18 @@ class Retriever:
     def _hit(self, name: str, row: int, score: float, query: str, ranks: dict[str, int]) -> Hit:
         index = self._open[name].index
         r = index.row(row)
-        text = index.canonical_text(int(r["doc_row"]))  # type: ignore[arg-type]
+        text = index.canonical_text(int(r["doc_row"]))
         spans = anchor_spans(str(r["evidence_anchor"]))
-        lo, hi = int(r["family_start"]), int(r["family_end"])  # type: ignore[call-overload]
-        bounds = (lo, hi) if lo >= 0 else None
+        lo, hi = int(r["family_start"]), int(r["family_end"])
         chunk_text = str(r["chunk_text"])
-        if text is None:  # the document's text is missing from the index: cite the chunk only
-            ctx, ev, ev_text = Context("", "", r["parent_chunk_id"], (0, 0), 0), spans, ()  # type: ignore[arg-type]
-        else:
-            ctx = context(text, spans, bounds, r["parent_chunk_id"])  # type: ignore[arg-type]
-            ev = evidence(query, text, spans, chunk_text)
-            ev_text = tuple(text[s:e] for s, e in ev)
+        parent: str | None = r["parent_chunk_id"]
+        ctx = Context("", "", parent, (0, 0), 0)
+        evidence_spans: tuple[Span, ...] = spans
+        evidence_text: tuple[str, ...] = ()
+        if text is not None:  # else the document's text is missing from the index: cite the chunk only
+            ctx = context(text, spans, (lo, hi) if lo >= 0 else None, parent)
+            evidence_spans = evidence(query, text, spans, chunk_text)
+            evidence_text = tuple(text[s:e] for s, e in evidence_spans)
         meta: dict[str, Any] = json.loads(str(r["metadata"])) if r["metadata"] else {}
         return Hit(
             dataset=name,
@@ -269,12 +269,12 @@ class Retriever:
             spans=spans,
             text=chunk_text,
             locator=str(r["locator"]),
-            partition_date=r["partition_date"],  # type: ignore[arg-type]
+            partition_date=r["partition_date"],
             context=ctx,
-            evidence=ev,
-            evidence_text=ev_text,
+            evidence=evidence_spans,
+            evidence_text=evidence_text,
             section_id=str(r["section_id"]),
-            parent_chunk_id=r["parent_chunk_id"],  # type: ignore[arg-type]
+            parent_chunk_id=parent,
             metadata=meta,
             ranks=ranks,
         )
@@ -290,7 +290,7 @@ class _Vocabulary:
         return isinstance(term, str) and any(i.knows(term) for i in self.indexes)
 
 
-def _one_thread_per_query() -> None:
+def _one_thread_per_query(embedder: Embedder) -> None:
     """Run the local model single-threaded in a process that embeds only queries.
 
     A query is one short text: torch's intra-op threads only add synchronization.
@@ -298,9 +298,11 @@ def _one_thread_per_query() -> None:
     on two. Applied only when the Retriever made the embedder itself (a search
     process); an embedder passed in is left as its owner configured it.
     """
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
+    if not type(embedder).__module__.endswith("local_minilm"):
+        return  # an API client: no local threads to tune
+    import torch  # the local model loads it anyway
+
+    torch.set_num_threads(1)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

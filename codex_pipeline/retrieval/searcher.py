@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,8 @@ from codex_pipeline.retrieval.bm25 import Bm25
 from codex_pipeline.retrieval.index import (
     BM25_DIR,
     DOCS_FILE,
+    EXPANSION_SEARCH,
+    FORMAT_VERSION,
     MANIFEST_FILE,
     ROWS_FILE,
     VECTORS_FILE,
@@ -38,6 +41,10 @@ EXACT_VECTOR_LIMIT = 20_000
 RowCheck = Callable[[int], bool]
 
 
+class IndexOutdated(RuntimeError):
+    """The live index was written by another index format or analyzer."""
+
+
 @dataclass(frozen=True)
 class Candidate:
     row: int
@@ -49,11 +56,12 @@ class SearchIndex:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.manifest = IndexManifest(**json.loads((folder / MANIFEST_FILE).read_text()))
-        if self.manifest.analyzer != analyzer_id():
-            raise RuntimeError(
-                f"{folder}: built with analyzer {self.manifest.analyzer}, this process analyzes queries with "
-                f"{analyzer_id()} (is PyStemmer installed on one side only?): rebuild the index"
+        self.manifest = IndexManifest.from_dict(json.loads((folder / MANIFEST_FILE).read_text()))
+        if not self.manifest.current_format:
+            raise IndexOutdated(
+                f"{folder}: index format {self.manifest.format_version}, analyzer {self.manifest.analyzer}; this "
+                f"Codex reads format {FORMAT_VERSION} and analyzes queries with {analyzer_id()} (is PyStemmer installed "
+                f"on one side only?): rematerialize [{self.manifest.dataset}, search_index] (`codex search` rebuilds it)"
             )
         self.rows = _open_arrow(folder / ROWS_FILE)
         self.docs = _open_arrow(folder / DOCS_FILE)
@@ -61,6 +69,8 @@ class SearchIndex:
         self.bm25 = Bm25(folder / BM25_DIR) if (folder / BM25_DIR).exists() else None
         vec = folder / VECTORS_FILE
         self.graph = Index.restore(str(vec), view=True) if vec.exists() else None
+        if self.graph is not None:
+            self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # not saved with the file
         self._has_vector = self.rows.column("has_vector").to_numpy(zero_copy_only=False)
 
     @classmethod
@@ -89,7 +99,7 @@ class SearchIndex:
         """Whether ``term`` occurs in the indexed text."""
         return self.bm25 is not None and term in self.bm25.vocab
 
-    def row(self, i: int) -> dict[str, object]:
+    def row(self, i: int) -> dict[str, Any]:
         return {name: self.rows.column(name)[i].as_py() for name in self.rows.column_names}
 
     def canonical_text(self, doc_row: int) -> str | None:

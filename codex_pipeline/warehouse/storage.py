@@ -210,17 +210,26 @@ def current_view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
     name = f"{SCHEMA}.{dataset}_{table}"
     history = f"{SCHEMA}.{dataset}_{table}{HISTORY_SUFFIX}"
     if table == "embeddings":
-        chunks = _quote(warehouse.glob(dataset, "chunks"))
         return (
             f"CREATE OR REPLACE VIEW {name} AS SELECT e.* FROM {history} e "
-            "SEMI JOIN (SELECT k.chunk_id, k.partition_date "
-            f"FROM read_parquet('{chunks}', union_by_name = true) k SEMI JOIN {_live_sql(dataset)} d "
-            "ON k.doc_id = d.doc_id AND k.partition_date = d.partition_date) c "
+            f"SEMI JOIN ({current_chunk_keys_sql(warehouse, dataset)}) c "
             "ON e.chunk_id = c.chunk_id AND e.partition_date = c.partition_date"
         )
     return (
         f"CREATE OR REPLACE VIEW {name} AS SELECT t.* FROM {history} t SEMI JOIN {_live_sql(dataset)} d "
         "ON t.doc_id = d.doc_id AND t.partition_date = d.partition_date"
+    )
+
+
+def current_chunk_keys_sql(warehouse: Warehouse, dataset: str) -> str:
+    """``(chunk_id, doc_id, partition_date)`` of every row of ``codex.<dataset>_chunks``: its semi-join on the ids alone.
+
+    Needs the ``codex.<dataset>_documents`` view.
+    """
+    chunks = _quote(warehouse.glob(dataset, "chunks"))
+    return (
+        f"SELECT k.chunk_id, k.doc_id, k.partition_date FROM read_parquet('{chunks}', union_by_name = true) k "
+        f"SEMI JOIN {_live_sql(dataset)} d ON k.doc_id = d.doc_id AND k.partition_date = d.partition_date"
     )
 
 

@@ -29,7 +29,7 @@ def test_bm25_scores_equal_bm25s(sample_tables: dict[str, Tables], tmp_path: Pat
     bm25s = pytest.importorskip("bm25s")
     texts = _all_chunks(sample_tables)
     analyzed = [analyze(t) for t in texts]
-    table = TermTable.build(analyzed)
+    table = TermTable.build(enumerate(analyzed), len(analyzed))
     from codex_pipeline.retrieval import bm25 as ours
 
     ours.save(tmp_path, table, score_matrix(table))
@@ -47,13 +47,13 @@ def test_bm25_scores_equal_bm25s(sample_tables: dict[str, Tables], tmp_path: Pat
 
 def test_term_table_reuse_equals_fresh_analysis(sample_tables: dict[str, Tables]) -> None:
     texts = _all_chunks(sample_tables)
-    first = TermTable.build([analyze(t) for t in texts[:30]])
+    first = TermTable.build(((i, analyze(t)) for i, t in enumerate(texts[:30])), 30)
     # new rows: some reused (shuffled), some fresh, including texts with terms never seen
     order = list(range(29, -1, -3)) + [30, 31, 32]
     new_texts = [texts[i] for i in order] + ["an entirely new unseenword 1999.77(z)"]
     reuse = np.array([i if i < 30 else -1 for i in order] + [-1], np.int64)
-    analyzed = [None if r >= 0 else analyze(t) for r, t in zip(reuse.tolist(), new_texts)]
-    rebuilt = TermTable.build(analyzed, first, reuse)
+    fresh = ((i, analyze(t)) for i, (r, t) in enumerate(zip(reuse.tolist(), new_texts)) if r < 0)
+    rebuilt = TermTable.build(fresh, len(new_texts), first, reuse)
     assert rebuilt.terms[: len(first.terms)] == first.terms
     for i, text in enumerate(new_texts):
         got = [rebuilt.terms[j] for j in rebuilt.term_ids[rebuilt.offsets[i]:rebuilt.offsets[i + 1]]]

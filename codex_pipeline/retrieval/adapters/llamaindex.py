@@ -45,7 +45,7 @@ def _node(hit: Hit) -> TextNode:
         start_char_idx=min(s for s, _ in hit.spans) if hit.spans else None,
         end_char_idx=max(e for _, e in hit.spans) if hit.spans else None,
         # the citation fields are for the reader, not for the LLM prompt or re-embedding
-        excluded_llm_metadata_keys=["context", "spans", "evidence", "ranks"],
+        excluded_llm_metadata_keys=["context", "spans", "evidence", "evidence_text", "ranks"],
         excluded_embed_metadata_keys=list(hit_metadata(hit)),
     )
     node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=hit.doc_id)

@@ -1,0 +1,76 @@
+"""`[dataset, search_index]`: the search index of each chunked dataset, kept current by materializations.
+
+Downstream of `[dataset, embeddings]` on the same daily partitions, so a day's run
+(the schedule, a backfill, the version sensor's re-chunk) ends by bringing the
+index up to date. Each materialization rebuilds the dataset's index from its
+*current corpus* (every live document's latest landing: a re-chunked day, a
+retraction or a backfilled older day all change it), reusing the previous
+version's analyzed terms and vector graph for every chunk whose text is unchanged;
+a run whose inputs are unchanged since the live version writes nothing. A backfill
+of many days is one run and one rebuild (``BackfillPolicy.single_run``).
+"""
+
+import dagster as dg
+
+from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
+from codex_pipeline.defs.partitions import daily_partitions
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.retrieval import index_root, update_dataset_index
+from codex_pipeline.retrieval.index import FORMAT_VERSION, analyzer_id
+
+SEARCH_POOL = "search_index"
+
+
+def build_search_index_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=dg.AssetKey([spec.name, "search_index"]),
+        deps=[dg.AssetKey([spec.name, "embeddings"])],
+        group_name=spec.name,
+        partitions_def=daily_partitions,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SEARCH_POOL,
+        code_version=f"{FORMAT_VERSION}/{analyzer_id()}",
+        kinds={"numpy", "arrow"},
+        description=(
+            f"BM25 and vector (HNSW) index over the current corpus of {spec.name}, under "
+            f"warehouse/{spec.name}/search_index/: what `codex search` and `Retriever` query."
+        ),
+        metadata={"dataset": spec.name},
+    )
+    def search_index(
+        context: dg.AssetExecutionContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings
+    ) -> dg.MaterializeResult:
+        wh = warehouse.get()
+        embedder = embedding.build()
+        manifest, built = update_dataset_index(wh, spec.name, embedder.model, embedder.version)
+        if not built:
+            context.log.info(f"{spec.name}: inputs unchanged since index version {manifest.version}")
+        if manifest.missing_vectors:
+            context.log.warning(
+                f"{manifest.missing_vectors} current {spec.name} chunk(s) have no {embedder.model} vector for their "
+                "text yet: they are found by BM25 only until their embeddings partition is materialized"
+            )
+        return dg.MaterializeResult(
+            metadata={
+                "rebuilt": built,
+                "version": manifest.version,
+                "chunks": manifest.chunks,
+                "documents": manifest.documents,
+                "vectors": manifest.vectors,
+                "missing_vectors": manifest.missing_vectors,
+                "terms_reused": manifest.terms_reused,
+                "vectors_reused": manifest.vectors_reused,
+                "graph": manifest.graph,
+                "build_seconds": manifest.build_seconds,
+                "embedding_model": manifest.embedding_model or "",
+                "path": dg.MetadataValue.path(str(index_root(wh, spec.name) / manifest.version)),
+            }
+        )
+
+    return search_index
+
+
+search_assets_by_dataset: dict[str, dg.AssetsDefinition] = {
+    spec.name: build_search_index_asset(spec) for spec in DATASETS if spec.chunked
+}
+search_index_assets = list(search_assets_by_dataset.values())

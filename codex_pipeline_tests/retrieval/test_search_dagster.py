@@ -1,0 +1,189 @@
+"""The `[dataset, search_index]` asset through real Dagster: the index is the current corpus, always.
+
+After every materialization the index must hold exactly the chunks `codex.<ds>_chunks`
+serves (same ids, same days, same text), and `codex search` must return nothing else:
+after a backfill of an older day, a retraction, and a re-chunk with other limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import io
+import json
+
+import dagster as dg
+import pytest
+
+from codex_pipeline.chunkers.narrative import WindowLimits
+from codex_pipeline.cli import app as cli
+from codex_pipeline.core.ids import content_hash
+from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
+from codex_pipeline.defs.assets import build_dataset_assets
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.search_assets import build_search_index_asset
+from codex_pipeline.retrieval import Filters, Retriever, read_manifest
+from codex_pipeline.retrieval.retriever import index_root
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+
+D1, D2, D3 = (dt.date(2026, 11, d) for d in (1, 2, 3))
+NARRATIVE = get_dataset("narrative")
+NS = "urn:aprs:narrative:"
+
+BRIDGE_V1 = (
+    "The wombat crossing on Elm Street bridge reopens on Monday. Crews finished the deck repairs. "
+    "Residents asked about the detour signs near the school. " * 6
+)
+BRIDGE_V2 = (
+    "The quokka underpass on Elm Street bridge stays closed until March. Inspectors found corrosion "
+    "in two girders and ordered new bearings. " * 6
+)
+LIBRARY = (
+    "The library board approved the budget for the new reading room. Opening hours extend to nine "
+    "on weekdays, and the children's section gets new shelves. " * 8
+)
+
+
+def land(wh: Warehouse, day: dt.date, files: dict[str, str]) -> None:
+    folder = wh.landing_dir("narrative", day)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+
+
+def materialize(wh: Warehouse, day: dt.date, spec: DatasetSpec = NARRATIVE) -> dg.ExecuteInProcessResult:
+    result = dg.materialize(
+        [*build_dataset_assets(spec), build_search_index_asset(spec)],
+        partition_key=day.isoformat(),
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings()},
+        raise_on_error=False,
+    )
+    assert result.success
+    return result
+
+
+def current_view(wh: Warehouse) -> set[tuple[str, dt.date, str]]:
+    con = connect_catalog(wh)
+    try:
+        rows = con.execute("SELECT chunk_id, partition_date, content_hash FROM codex.narrative_chunks").fetchall()
+    finally:
+        con.close()
+    return set(rows)
+
+
+def indexed(wh: Warehouse) -> set[tuple[str, dt.date, str]]:
+    rows = Retriever(wh.root, ["narrative"]).index("narrative").rows
+    return set(zip(rows.column("chunk_id").to_pylist(), rows.column("partition_date").to_pylist(),
+                   rows.column("content_hash").to_pylist()))
+
+
+def assert_index_is_the_current_corpus(wh: Warehouse) -> None:
+    view = current_view(wh)
+    assert view and indexed(wh) == view
+    manifest = read_manifest(index_root(wh, "narrative"))
+    assert manifest is not None and manifest.vectors == manifest.chunks == len(view)  # every chunk has its vector
+
+
+def codex_search(wh: Warehouse, *argv: str) -> list[dict[str, object]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        rc = cli.main(["--data-dir", str(wh.root), "search", *argv, "--json", "--no-refresh"])
+    assert rc == 0
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+
+
+def doc_ids(hits: list[dict[str, object]]) -> set[object]:
+    return {h["doc_id"] for h in hits}
+
+
+@pytest.fixture
+def wh(warehouse: Warehouse) -> Warehouse:
+    return warehouse
+
+
+def test_index_follows_backfill_delete_and_rechunk(wh: Warehouse) -> None:
+    # day 2 lands first: the bridge notice (v2) and the library minutes
+    land(wh, D2, {"bridge.txt": BRIDGE_V2, "library.txt": LIBRARY})
+    materialize(wh, D2)
+    assert_index_is_the_current_corpus(wh)
+    assert doc_ids(codex_search(wh, "quokka underpass corrosion", "-k", "3")) >= {NS + "bridge.txt"}
+
+    # backfill of an older day: v1 of the bridge notice must not become current, nor searchable
+    land(wh, D1, {"bridge.txt": BRIDGE_V1, "council.txt": "Council recessed at nine. " * 30})
+    materialize(wh, D1)
+    assert_index_is_the_current_corpus(wh)
+    for mode in ("bm25", "vector", "hybrid"):
+        hits = codex_search(wh, "Elm Street bridge", "-k", "10", "--mode", mode)
+        bridge = [h for h in hits if h["doc_id"] == NS + "bridge.txt"]
+        assert bridge and all(h["partition_date"] == D2.isoformat() for h in bridge), mode
+        assert all("wombat" not in str(h["text"]) for h in codex_search(wh, "wombat", "-k", "10", "--mode", mode)), mode
+    assert NS + "council.txt" in doc_ids(codex_search(wh, "council recessed", "-k", "3"))
+
+    # a retraction on day 3: the bridge notice is gone from the index and from every search
+    land(wh, D3, {"_deleted.txt": "bridge.txt\n"})
+    materialize(wh, D3)
+    assert_index_is_the_current_corpus(wh)
+    for mode in ("bm25", "vector", "hybrid"):
+        assert NS + "bridge.txt" not in doc_ids(codex_search(wh, "quokka underpass Elm Street bridge", "-k", "10", "--mode", mode))
+    assert NS + "library.txt" in doc_ids(codex_search(wh, "library reading room budget", "-k", "3"))
+
+    # a re-chunk of day 2 with other window limits: new ids replace the old ones in the index
+    before = indexed(wh)
+    small = dataclasses.replace(NARRATIVE, limits=WindowLimits(window_tokens=80, overlap_tokens=10))
+    assert small.chunking_version != NARRATIVE.chunking_version
+    materialize(wh, D2, small)
+    assert_index_is_the_current_corpus(wh)
+    after = indexed(wh)
+    assert after != before and len(after) > len(before)
+    retriever = Retriever(wh.root, ["narrative"])
+    # window ids are positional: the old ids survive with new text, the index serves only the new text
+    new_hash = {cid: h for cid, _, h in after}
+    rewritten = [cid for cid, _, h in before if cid in new_hash and new_hash[cid] != h]
+    assert rewritten
+    for cid in rewritten:
+        hit = retriever.get(cid)
+        assert hit is not None and content_hash(hit.text) == new_hash[cid]
+    hits = retriever.search("library reading room", k=5, filters=Filters.of(chunk_types=["narrative_window"]))
+    assert hits and all(h.doc_id != NS + "bridge.txt" for h in hits)
+    assert all(len(h.text) < len(LIBRARY) for h in hits)  # the small windows
+
+
+def test_unchanged_inputs_do_not_rebuild(wh: Warehouse) -> None:
+    land(wh, D1, {"library.txt": LIBRARY})
+    first = materialize(wh, D1)
+    again = materialize(wh, D1)  # raw/chunks/embeddings rewrite their files: a rebuild, reusing everything
+    (m1,) = first.asset_materializations_for_node("narrative__search_index")
+    (m2,) = again.asset_materializations_for_node("narrative__search_index")
+    assert m2.metadata["vectors_reused"].value == m1.metadata["vectors"].value
+    assert m2.metadata["terms_reused"].value == m1.metadata["chunks"].value
+    result = dg.materialize(
+        [build_search_index_asset(NARRATIVE)],
+        partition_key=D1.isoformat(),
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings()},
+        selection=[dg.AssetKey(["narrative", "search_index"])],
+    )
+    (m3,) = result.asset_materializations_for_node("narrative__search_index")
+    assert m3.metadata["rebuilt"].value is False and m3.metadata["version"].value == m2.metadata["version"].value
+
+    # the text output: one key=value line per hit, then locator, evidence span and context
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["--data-dir", str(wh.root), "search", "children's section shelves", "-k", "2"]) == 0
+    lines = out.getvalue().splitlines()
+    first = dict(f.split("=", 1) for f in lines[0].split())
+    assert first["rank"] == "1" and first["doc_id"] == NS + "library.txt" and first["dataset"] == "narrative"
+    assert lines[1].strip().startswith("locator:") and lines[2].strip().startswith("evidence: [")
+    raw = Warehouse(wh.root).read("narrative", "raw", D1).to_pylist()[0]["canonical_text"]
+    start, end = (int(x) for x in lines[2].split("[", 1)[1].split("]", 1)[0].split(":"))
+    assert "shelves" in raw[start:end] and lines[2].split("] ", 1)[1].startswith(" ".join(raw[start:end].split())[:50])
+
+
+def test_the_code_location_registers_a_search_index_per_chunked_dataset() -> None:
+    from codex_pipeline.datasets.registry import DATASETS
+    from codex_pipeline.defs import defs
+
+    keys = {k for k in defs.resolve_all_asset_keys() if k.path[-1] == "search_index"}
+    assert keys == {dg.AssetKey([s.name, "search_index"]) for s in DATASETS if s.chunked}
+    job = defs.resolve_job_def("codex_all")
+    assert dg.AssetKey(["narrative", "search_index"]) in job.asset_layer.executable_asset_keys
