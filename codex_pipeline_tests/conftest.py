@@ -38,7 +38,7 @@ def materialize_dataset(
     dataset: str,
     day: str,
     instance: dg.DagsterInstance | None = None,
-    embedding: "dg.ConfigurableResource | None" = None,
+    embedding: dg.ConfigurableResource | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Materialize every asset of one dataset for one day through Dagster (checks included)."""
     from codex_pipeline.defs.assets import assets_by_dataset

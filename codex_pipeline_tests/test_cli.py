@@ -35,5 +35,5 @@ def test_demo_runs_through_dagster_and_queries_duckdb(tmp_path: Path) -> None:
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert search.returncode == 0, search.stderr
-    lines = [l for l in search.stdout.splitlines() if l.strip().startswith("score=")]
+    lines = [line for line in search.stdout.splitlines() if line.strip().startswith("score=")]
     assert len(lines) == 2 and "library-board-meeting-summary" in lines[0]

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
+from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.defs import defs
 from codex_pipeline.defs.assets import assets_by_dataset
-from codex_pipeline.datasets.registry import DATASETS
 
 
 def test_definitions_load() -> None:

@@ -6,11 +6,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-
 from codex_pipeline.core.contract import SEED_FIELDS
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline.core.tokens import count_tokens
-
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"

@@ -14,15 +14,14 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from codex_pipeline.defs.assets import build_dataset_assets
-from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.datasets.embed_step import checkpoint_for
 from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline.datasets.sample_data import sample_root
-from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vectors_for
-
+from codex_pipeline.defs.assets import build_dataset_assets
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import FIXTURES, land
+from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vectors_for
 
 SAMPLE = sample_root()
 

@@ -9,9 +9,12 @@ import struct
 import pyarrow as pa
 import pytest
 
-from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_doc_id
+from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
+from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.explore.inspector import (
     ChunkInspector,
     Distribution,
@@ -20,11 +23,7 @@ from codex_pipeline.explore.inspector import (
     token_histogram_png,
 )
 from codex_pipeline.explore.navigation import ChunkCollection
-from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
 from codex_pipeline.explore.stats import chunk_summary
-from codex_pipeline.core.tokens import count_tokens
-
 from codex_pipeline_tests.conftest import FIXTURES
 
 DAY = dt.date(2026, 11, 24)
@@ -38,7 +37,7 @@ def words(k: int) -> str:
 
 def sized_table() -> pa.Table:
     """Doc s1: a 40-token parent with 10/20/30-token children; doc s2: one 1,600-token chunk."""
-    buf = RowBuffer(ChunkRun("sizes", DAY, "1.0", dt.datetime(2026, 11, 24, tzinfo=dt.timezone.utc)))
+    buf = RowBuffer(ChunkRun("sizes", DAY, "1.0", dt.datetime(2026, 11, 24, tzinfo=dt.UTC)))
     layout = {
         "s1": [("top", "doc_section", 40, None), ("c.1", "condition", 10, "top"),
                ("c.2", "condition", 20, "top"), ("c.3", "condition", 30, "top")],

@@ -11,20 +11,19 @@ import dagster as dg
 import pyarrow as pa
 
 from codex_pipeline.cli import app as cli
+from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
+from codex_pipeline.core.rows import ChunkDraft
+from codex_pipeline.core.tokens import count_tokens
+from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
 from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
-from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
-from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
-from codex_pipeline.core.tokens import count_tokens
-
 from codex_pipeline_tests.conftest import materialize_dataset
 
 DAY = dt.date(2026, 11, 24)
-T0 = dt.datetime(2026, 11, 24, 8, 0, tzinfo=dt.timezone.utc)
-T1 = dt.datetime(2026, 11, 25, 8, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 24, 8, 0, tzinfo=dt.UTC)
+T1 = dt.datetime(2026, 11, 25, 8, 0, tzinfo=dt.UTC)
 DOC = "urn:aprs:docs:guide.md"
 
 

@@ -111,7 +111,7 @@ class EmailChunker:
                 continue
             drafts.append(self._window(doc, msgs, w["ctx"], w["new"], tokens, sid))
             child_ids.append(make_chunk_id(doc.doc_id, sid))
-        summary.metadata["child_chunk_ids"] = child_ids
+        summary.metadata = {**(summary.metadata or {}), "child_chunk_ids": child_ids}
         return [summary] + drafts
 
     # -- planning ----------------------------------------------------------------------

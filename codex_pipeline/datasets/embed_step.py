@@ -46,7 +46,7 @@ def embed_day(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder) -> 
         chunks = wh.read(dataset, "chunks", day)
     except FileNotFoundError as exc:
         quarantined = wh.partition_path(dataset, "quarantine", day).exists()
-        why = " (the chunk contract failed: see codex.%s_quarantine)" % dataset if quarantined else ""
+        why = f" (the chunk contract failed: see codex.{dataset}_quarantine)" if quarantined else ""
         raise FileNotFoundError(f"{dataset} {day}: no contract-checked chunks to embed{why}") from exc
     existing = wh.partitions(dataset, EMBEDDINGS_TABLE)
     previous = wh.read(dataset, EMBEDDINGS_TABLE, day) if day in existing else None

@@ -16,9 +16,9 @@ import pyarrow as pa
 from codex_pipeline.core.contract import RAW_SCHEMA, REJECT_SCHEMA
 from codex_pipeline.core.documents import Reject, SourceDocument, blocks_from_json, blocks_to_json
 from codex_pipeline.core.ids import content_hash
-from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.core.rows import ChunkRun, RowBuffer
 from codex_pipeline.core.tokens import encoded_ahead
+from codex_pipeline.datasets.registry import DatasetSpec
 
 
 @dataclass
@@ -29,7 +29,7 @@ class StepOutput:
 
 
 def rejects_table(dataset: str, day: dt.date, rejects: Iterable[Reject]) -> pa.Table:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     rows = [
         {
             "dataset": dataset,
@@ -98,7 +98,7 @@ def chunk(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], chun
     """Chunk every document; a document the chunker fails on becomes a reject."""
     if spec.chunker is None:
         raise ValueError(f"dataset {spec.name!r} is not chunked")
-    run = ChunkRun(spec.name, day, spec.chunking_version, chunked_at or dt.datetime.now(dt.timezone.utc))
+    run = ChunkRun(spec.name, day, spec.chunking_version, chunked_at or dt.datetime.now(dt.UTC))
     buf = RowBuffer(run)
     rejects: list[Reject] = []
     ok = 0

@@ -1,6 +1,5 @@
 """Dagster resources: where the data lives and how DuckDB is opened."""
 
-from typing import Optional
 
 import dagster as dg
 import duckdb
@@ -14,7 +13,7 @@ class CodexWarehouse(dg.ConfigurableResource):
     Empty ``data_dir`` means ``$CODEX_DATA_DIR`` or ``data/`` in the checkout.
     """
 
-    data_dir: Optional[str] = None
+    data_dir: str | None = None
 
     def get(self) -> Warehouse:
         return Warehouse(self.data_dir or None)
@@ -27,7 +26,7 @@ class CodexDuckDB(dg.ConfigurableResource):
     process; readers (checks, analysts' sessions) use this with ``read_only=True``.
     """
 
-    data_dir: Optional[str] = None
+    data_dir: str | None = None
     read_only: bool = True
 
     def connect(self) -> duckdb.DuckDBPyConnection:
@@ -48,7 +47,7 @@ class EmbeddingSettings(dg.ConfigurableResource):
     local_batch_size: int = 32
     openai_model: str = "text-embedding-3-large"
     openai_dimensions: int = 1536
-    openai_base_url: Optional[str] = None
+    openai_base_url: str | None = None
     openai_max_concurrency: int = 4
     openai_max_batch_inputs: int = 2048
     openai_timeout_s: float = 60.0

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from codex_pipeline.embeddings.base import (
     BatchCallback,
-    EmbedResult,
     Embedder,
     EmbeddingError,
     EmbeddingFailed,
+    EmbedResult,
     EmptyInput,
     InputTooLong,
     InvalidResponse,
@@ -24,9 +24,9 @@ from codex_pipeline.embeddings.base import (
 )
 from codex_pipeline.embeddings.reuse import (
     EmbedCounts,
-    EmbedOutcome,
     EmbeddingCheckpoint,
     EmbeddingPlan,
+    EmbedOutcome,
     VectorLookup,
     checkpoint_schema,
     embed_partition,

@@ -32,8 +32,8 @@ import openai
 from codex_pipeline.core.tokens import encoding
 from codex_pipeline.embeddings.base import (
     BatchCallback,
-    EmbedResult,
     EmbeddingFailed,
+    EmbedResult,
     EmptyInput,
     InputTooLong,
     InvalidResponse,

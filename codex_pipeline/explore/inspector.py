@@ -304,7 +304,7 @@ def token_histogram_png(
             series = [tokens[arr_types == t] for t in present]
             ax.hist(
                 [np.clip(x, 1, None) for x in series],
-                bins=edges,
+                bins=list(edges),
                 stacked=True,
                 color=[palette[_TYPE_ORDER.index(t) % len(palette)] if t in _TYPE_ORDER
                        else palette[(len(_TYPE_ORDER) + i) % len(palette)] for i, t in enumerate(present)],

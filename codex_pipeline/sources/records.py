@@ -109,7 +109,7 @@ class RecordSchema:
                 typed, rule = TYPE_CHECKS[f.type], f.rule[1]
                 checks.append(
                     pa.Check(
-                        _present_and(lambda v, typed=typed, rule=rule: not typed(v) or rule(v), False),
+                        _present_and(lambda v, typed=typed, rule=rule: not typed(v) or rule(v), False),  # type: ignore[misc]
                         element_wise=True,
                         ignore_na=False,
                         name=f.rule[0],

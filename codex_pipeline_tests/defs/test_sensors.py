@@ -8,12 +8,11 @@ import datetime as dt
 import dagster as dg
 import pytest
 
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.sensors import build_version_sensor
-from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.warehouse.storage import Warehouse
-
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAYS = ["2026-11-24", "2026-11-25"]

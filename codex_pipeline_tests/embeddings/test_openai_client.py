@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.embeddings import EmbeddingFailed, EmptyInput, InputTooLong, MissingAPIKey, make_embedder
 from codex_pipeline.embeddings.openai_client import (
     API_MAX_INPUT_TOKENS,
@@ -17,10 +18,8 @@ from codex_pipeline.embeddings.openai_client import (
     RetryPolicy,
     plan_batches,
 )
-from codex_pipeline.core.tokens import count_tokens
-from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vector_for
-
 from codex_pipeline_tests.embeddings.conftest import SECRET_KEY
+from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vector_for
 
 
 def expected(texts: list[str], d: int = 1536) -> np.ndarray:

@@ -23,8 +23,8 @@ from codex_pipeline.embeddings import (
 from codex_pipeline.embeddings.openai_client import RetryPolicy
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vector_for
 
-T0 = dt.datetime(2026, 11, 24, 6, 0, tzinfo=dt.timezone.utc)
-T1 = dt.datetime(2026, 11, 25, 6, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 24, 6, 0, tzinfo=dt.UTC)
+T1 = dt.datetime(2026, 11, 25, 6, 0, tzinfo=dt.UTC)
 
 
 def chunks_table(texts: list[str], prefix: str = "doc") -> pa.Table:

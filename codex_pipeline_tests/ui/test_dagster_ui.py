@@ -283,7 +283,7 @@ def _asset_label(key: dg.AssetKey) -> str:
 
 def _catalog_url(url: str, group: str) -> str:
     """The asset catalog filtered to one group, as typing `group:"<name>"` in its search does."""
-    selection = 'group:"%s"' % group
+    selection = f'group:"{group}"'
     return f"{url}/assets?asset-selection={quote(selection, safe='')}"
 
 

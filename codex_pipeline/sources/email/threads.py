@@ -196,21 +196,21 @@ def build_threads(messages: list[EmailMessage]) -> list[Thread]:
     # replies that carry no reply headers: thread them by subject
     roots = sorted((n for n in nodes.values() if n.parent is None), key=_Node.first)
     by_subject: dict[str, _Node] = {}
-    for r in roots:
-        first = nodes[r.first()[1]].msg if r.first()[1] in nodes else None
+    for root in roots:
+        first = nodes[root.first()[1]].msg if root.first()[1] in nodes else None
         key = normalize_subject(first.subject) if first else ""
-        m = r.msg
-        if m and key and not m.references and not m.in_reply_to and _subject_parts(m.subject)[1]:
+        msg = root.msg
+        if msg and key and not msg.references and not msg.in_reply_to and _subject_parts(msg.subject)[1]:
             target = by_subject.get(key)
             if target is not None:
-                _link(r, target, "subject")
+                _link(root, target, "subject")
                 continue
         if key:
-            by_subject.setdefault(key, r)
+            by_subject.setdefault(key, root)
 
     threads = []
-    for r in sorted((n for n in nodes.values() if n.parent is None), key=_Node.first):
-        threads.append(_flatten(r, broken))
+    for root in sorted((n for n in nodes.values() if n.parent is None), key=_Node.first):
+        threads.append(_flatten(root, broken))
     return [t for t in threads if t.messages]
 
 
