@@ -7,7 +7,7 @@ Layout, under ``warehouse/<dataset>/search_index/``::
         manifest.json       what was indexed, with which model and analyzer
         rows.arrow          one row per current chunk, sorted by key (Arrow IPC, uncompressed, mmap)
         docs.arrow          canonical text of each current document (spans and context come from it)
-        bm25/               term ids per chunk and the BM25 score matrix (numpy, loaded with mmap)
+        bm25/               term ids per chunk and the BM25 score matrix (.npy; columns read per query)
         vectors.usearch     HNSW graph over f16 vectors, keyed like rows.arrow (opened as a view)
 
 A build writes a new version folder next to the live one and then swaps

@@ -1,8 +1,8 @@
 """One dataset's index version opened for queries: candidates by BM25 or by vector.
 
-Everything is memory-mapped (rows and documents as Arrow IPC, the BM25 matrix as
-numpy ``mmap``, the HNSW graph as a usearch *view*), so opening costs little and
-a search process's memory holds only the pages queries touch.
+Rows and documents are memory-mapped Arrow IPC, the HNSW graph a usearch *view*,
+and BM25 columns are read per query: opening costs little and a search process
+holds only what queries touch.
 """
 
 from __future__ import annotations
