@@ -10,9 +10,7 @@ Arrow tables and is tested without a warehouse.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import pyarrow as pa
 
 from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_search_index, read_manifest
 from codex_pipeline.retrieval.retriever import index_root
-from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, views_for
+from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, file_lock, views_for
 
 SOURCE_TABLES = ("chunks", "raw", "embeddings")
 
@@ -124,13 +122,6 @@ def update_dataset_index(
     return manifest, True
 
 
-@contextlib.contextmanager
-def _build_lock(root: Path) -> Iterator[None]:
+def _build_lock(root: Path) -> contextlib.AbstractContextManager[None]:
     """One build per dataset at a time, so an older snapshot of the corpus never goes live after a newer one."""
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".build.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return file_lock(root / ".build.lock")

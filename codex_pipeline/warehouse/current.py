@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,6 +50,7 @@ from codex_pipeline.warehouse.storage import (
     Warehouse,
     current_chunk_keys_sql,
     documents_view_sql,
+    file_lock,
     write_parquet_atomic,
 )
 
@@ -157,16 +157,8 @@ def landed_from_raw(raw: pa.Table) -> pa.Table:
     return raw.select(["doc_id", "record_id", "source_file"])
 
 
-@contextlib.contextmanager
-def _index_lock(wh: Warehouse, dataset: str) -> Iterator[None]:
-    folder = wh.index_dir(dataset)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _index_lock(wh: Warehouse, dataset: str) -> contextlib.AbstractContextManager[None]:
+    return file_lock(wh.index_dir(dataset) / ".lock")
 
 
 def update_index(

@@ -269,9 +269,10 @@ class CatalogBusy(RuntimeError):
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as fh:
+def file_lock(lock_path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``lock_path`` (created, with its folder), held across processes."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -297,7 +298,7 @@ def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConne
 def connect_catalog(warehouse: Warehouse, read_only: bool = True, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
     """Open the catalog; read-only unless asked, retrying while another process writes."""
     if read_only and not warehouse.catalog_path.exists():
-        with _file_lock(warehouse.catalog_path):
+        with file_lock(warehouse.catalog_path.with_suffix(".lock")):
             if not warehouse.catalog_path.exists():
                 _connect(warehouse.catalog_path, False, wait_s).close()
     return _connect(warehouse.catalog_path, read_only, wait_s)
@@ -316,7 +317,7 @@ def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]], wait_s: flo
         wanted.update(views_for(warehouse, d, t))
     if not wanted:
         return []
-    with _file_lock(warehouse.catalog_path):
+    with file_lock(warehouse.catalog_path.with_suffix(".lock")):
         existing: dict[str, str] = {}
         if warehouse.catalog_path.exists():
             con = _connect(warehouse.catalog_path, True, wait_s)
