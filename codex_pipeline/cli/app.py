@@ -8,13 +8,14 @@ import sys
 import time
 from collections.abc import Sequence
 
+from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
 from codex_pipeline.cli.search_command import add_search_command
 from codex_pipeline.datasets.days import DayError, check_days
 from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, sweep_temp_files
 
 COUNTS_SQL = """\
 SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
@@ -55,6 +56,9 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
     swept = sweep_dead_runs(instance)  # runs killed earlier must not hold pool slots
     if swept.failed or swept.freed:
         print(f"codex: {swept}", flush=True)
+    temps = sweep_temp_files(Warehouse(data_dir).root)
+    if temps:
+        print(f"codex: removed {len(temps)} temp file(s) left by killed writers", flush=True)
     ok = True
     for i, day in enumerate(days, 1):
         t0 = time.perf_counter()
@@ -149,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=cmd_query)
     add_search_command(sub)
     add_inspect_commands(sub)
+    add_eval_command(sub)
     return p
 
 

@@ -23,8 +23,9 @@ from codex_pipeline.warehouse.current import (
     tombstones_table,
     update_index,
 )
+from codex_pipeline.warehouse.integrity import sweep_dataset
 from codex_pipeline.warehouse.redirects import LAST_PUBLISHED, update_redirects
-from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+from codex_pipeline.warehouse.storage import INDEX_DIR, Warehouse, ensure_views
 
 # Backfill policies are beta in Dagster 1.13, and a job spanning assets with
 # different policies (codex_all, the version sensor's) runs per day and says so on
@@ -44,6 +45,17 @@ EMBEDDINGS_BACKFILL = dg.BackfillPolicy.multi_run(max_partitions_per_run=5)
 
 def _day(context: dg.AssetExecutionContext) -> dt.date:
     return dt.date.fromisoformat(context.partition_key)
+
+
+def _set_aside_damaged(context: dg.AssetExecutionContext, wh: Warehouse, dataset: str, days: list[dt.date]) -> list[str]:
+    """Move the dataset's damaged files out of its views before this step reads or replaces any."""
+    found = sweep_dataset(wh, dataset, days)
+    for f in found:
+        context.log.warning(f.message())
+    if found:  # a view whose last file went must go too; the rejects view gains a part
+        tables = {"documents" if f.table == INDEX_DIR else f.table for f in found} | {"rejects"}
+        ensure_views(wh, [(dataset, t) for t in sorted(tables)])
+    return [f.message() for f in found]
 
 
 def _rejects_preview(rejects) -> str:
@@ -68,6 +80,7 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     def raw(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> dg.MaterializeResult:
         wh = warehouse.get()
         day = _day(context)
+        damaged = _set_aside_damaged(context, wh, spec.name, [day])
         landing = wh.landing_dir(spec.name, day)
         if not landing.is_dir():
             context.log.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
@@ -105,6 +118,7 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 **_current_metadata(change),
                 "path": dg.MetadataValue.path(str(path)),
                 "views_created": created,
+                "damaged_files_set_aside": damaged,
             }
         )
 
@@ -174,6 +188,7 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     def chunks(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> dg.MaterializeResult:
         wh = warehouse.get()
         day = _day(context)
+        damaged = _set_aside_damaged(context, wh, spec.name, [day])
         raw = wh.read(spec.name, "raw", day)
         docs = pipeline.documents_from_raw(raw)
         out = pipeline.chunk(spec, day, docs)
@@ -223,6 +238,7 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 "chunking_version": spec.chunking_version,
                 **_current_metadata(change),
                 "views_created": created,
+                "damaged_files_set_aside": damaged,
             },
             check_results=[
                 dg.AssetCheckResult(
@@ -271,6 +287,7 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     def embeddings(context: dg.AssetExecutionContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings) -> dg.MaterializeResult:
         wh = warehouse.get()
         embedder = embedding.build()
+        damaged = _set_aside_damaged(context, wh, spec.name, [dt.date.fromisoformat(k) for k in context.partition_keys])
         totals: dict[str, int] = {}
         per_day = {}
         for key in context.partition_keys:
@@ -294,6 +311,7 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 "dimensions": embedder.dimensions,
                 "by_partition": dg.MetadataValue.json(per_day),
                 "views_created": created,
+                "damaged_files_set_aside": damaged,
             }
         )
 

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files
+
 log = logging.getLogger(__name__)
 
 HOST_TAG = "codex/host"
@@ -210,11 +212,15 @@ def sweep_dead_runs(
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Marks STARTED runs whose processes are gone (kill -9, OOM, reboot) as failed and frees the "
-        "concurrency-pool slots they hold, so later embedding runs are not blocked."
+        "concurrency-pool slots they hold, so later embedding runs are not blocked; removes temp files "
+        "that killed writers left in the data directory (untouched for an hour)."
     ),
 )
 def run_hygiene_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     swept = sweep_dead_runs(context.instance)
     if swept.failed or swept.freed:
         context.log.warning(f"run hygiene: {swept} (failed: {swept.failed}, freed: {swept.freed})")
-    return dg.SkipReason(str(swept))
+    temps = sweep_temp_files(Warehouse().root)
+    if temps:
+        context.log.warning(f"run hygiene: removed {len(temps)} temp file(s) left by killed writers: {temps[:5]}")
+    return dg.SkipReason(f"{swept}; {len(temps)} stale temp file(s) removed")

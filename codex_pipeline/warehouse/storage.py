@@ -26,9 +26,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import hashlib
+import json
+import logging
 import os
-import tempfile
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,12 +38,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+log = logging.getLogger(__name__)
+
 DATA_DIR_ENV = "CODEX_DATA_DIR"
 CATALOG_FILE = "codex_catalog.duckdb"  # not codex.duckdb: that name collides with schema `codex`
 SCHEMA = "codex"
 INDEX_DIR = "index"
 DOCUMENTS_FILE = "documents.parquet"
-CURRENT_TABLES = ("raw", "chunks", "embeddings")
+CURRENT_TABLES = ("raw", "chunks", "embeddings", "propositions", "proposition_embeddings")
 """Tables with a current view (and a ``_history`` view) once the dataset has a document index."""
 HISTORY_SUFFIX = "_history"
 
@@ -157,18 +160,46 @@ def write_parquet_atomic(table: pa.Table, path: Path, use_dictionary: bool = Tru
     """Write to a temp file in the same folder, then rename: readers see all or nothing.
 
     ``use_dictionary=False`` for tables of mostly unique strings (ids), where trying
-    dictionary pages first costs more than it saves.
+    dictionary pages first costs more than it saves. Pages carry CRC checksums, so a
+    flipped byte is found (:mod:`~codex_pipeline.warehouse.integrity`), not read as data.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=use_dictionary)
-        os.replace(tmp, path)
-    except BaseException:
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=use_dictionary, write_page_checksum=True)
+
+
+TEMP_SUFFIX = ".tmp"
+"""Temp files are ``.<target name>.<pid>.<random>.tmp`` beside their target."""
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _umask_mode()
+"""Files are created ``0666 & ~umask`` (0644 usually), like any tool's, not mkstemp's 0600."""
+
+STALE_TEMP_AGE_S = 3600.0
+"""A temp file untouched this long belongs to a dead writer: a write keeps its file's mtime fresh."""
+
+
+def sweep_temp_files(root: Path, older_than_s: float = STALE_TEMP_AGE_S) -> list[Path]:
+    """Remove temp files a killed writer left under ``root``; returns what was removed.
+
+    Writers stream into their temp file, so one not modified for ``older_than_s``
+    (default an hour) has no live writer; younger ones are left alone.
+    """
+    removed: list[Path] = []
+    if not root.is_dir():
+        return removed
+    cutoff = time.time() - older_than_s
+    for tmp in root.rglob(f".*{TEMP_SUFFIX}"):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+            if tmp.is_file() and tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
 
 
 def view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
@@ -296,52 +327,137 @@ def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConne
 
 
 def connect_catalog(warehouse: Warehouse, read_only: bool = True, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
-    """Open the catalog; read-only unless asked, retrying while another process writes."""
-    if read_only and not warehouse.catalog_path.exists():
-        with file_lock(warehouse.catalog_path.with_suffix(".lock")):
+    """Open the catalog, read-only unless asked.
+
+    A missing catalog is built first (from the view registry, possibly empty), so a
+    reader never has to create it and never holds the only copy of a view.
+    """
+    if not warehouse.catalog_path.exists():
+        with file_lock(_lock_path(warehouse)):
             if not warehouse.catalog_path.exists():
-                _connect(warehouse.catalog_path, False, wait_s).close()
+                _rebuild_catalog(warehouse, _load_registry(warehouse))
     return _connect(warehouse.catalog_path, read_only, wait_s)
 
 
-def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]], wait_s: float = 60.0) -> list[str]:
-    """Make sure ``codex.<dataset>_<table>`` is current for each (dataset, table) with files.
+def ensure_views(warehouse: Warehouse, views: list[tuple[str, str]]) -> list[str]:
+    """Make sure ``codex.<dataset>_<table>`` is current for each (dataset, table).
 
     Views read Parquet globs (and the document index at a fixed path), so new
-    partitions show up without touching the DuckDB file: it is written only when a
-    view is missing or its definition changed (each view carries a hash of its SQL as
-    its comment), one process at a time. Returns the names of the views (re)created.
+    partitions show up without touching the catalog. When a view must be created,
+    changed or dropped (its table has no file left), the registry of view SQL
+    (``codex_catalog.views.json``) is updated and the DuckDB file is **rebuilt beside
+    the old one and renamed over it**: a writer never opens the file readers hold, so
+    an open read-only connection (an analyst's notebook, ``codex query``) can neither
+    block a run nor be blocked by one; it keeps seeing the views it opened with until
+    it reconnects. Returns the names of the views (re)created or dropped.
     """
-    wanted: dict[str, str] = {}
-    for d, t in views:
-        wanted.update(views_for(warehouse, d, t))
-    if not wanted:
-        return []
-    with file_lock(warehouse.catalog_path.with_suffix(".lock")):
-        existing: dict[str, str] = {}
-        if warehouse.catalog_path.exists():
-            con = _connect(warehouse.catalog_path, True, wait_s)
-            try:
-                existing = dict(
-                    con.execute(
-                        "SELECT view_name, coalesce(comment, '') FROM duckdb_views() WHERE schema_name = ?", [SCHEMA]
-                    ).fetchall()
-                )
-            finally:
-                con.close()
-        stale = {n: s for n, s in wanted.items() if existing.get(n) != _fingerprint(s)}
-        if not stale:
+    with file_lock(_lock_path(warehouse)):
+        registry = _load_registry(warehouse)
+        changed: set[str] = set()
+        # every registered view is re-derived too: a rebuild writes them all, and one
+        # whose files went since (a view over an empty glob) must not sink the others
+        keys = dict.fromkeys([*registry, *(f"{d}/{t}" for d, t in views)])
+        for key in keys:
+            dataset, table = key.split("/", 1)
+            wanted, had = views_for(warehouse, dataset, table), registry.get(key, {})
+            if wanted == had:
+                continue
+            changed |= {n for n in wanted.keys() | had.keys() if wanted.get(n) != had.get(n)}
+            if wanted:
+                registry[key] = wanted
+            else:
+                registry.pop(key, None)
+        if not changed and warehouse.catalog_path.exists():
             return []
-        con = _connect(warehouse.catalog_path, False, wait_s)
+        failed = _rebuild_catalog(warehouse, registry)
+        _write_registry(warehouse, registry)
+        mine = {n for d, t in views for n in registry.get(f"{d}/{t}", {})}
+        for name in failed.keys() - mine:  # another dataset's problem: its own next run reports it
+            log.warning("codex.%s left out of the catalog: %s", name, failed[name])
+        if failed.keys() & mine:
+            failed = {n: failed[n] for n in failed.keys() & mine}
+            raise CatalogError(
+                f"views left out of {warehouse.catalog_path} because their files cannot be read: "
+                + "; ".join(f"codex.{n}: {why}" for n, why in sorted(failed.items()))
+                + " (a damaged file is set aside by the next run of its dataset)"
+            )
+        return sorted(changed)
+
+
+class CatalogError(RuntimeError):
+    """A view could not be created (a file in its glob is unreadable); the other views were."""
+
+
+VIEWS_FILE = "codex_catalog.views.json"
+"""The catalog's source of truth: ``{"<dataset>/<table>": {view name: SQL}}``; the DuckDB file is built from it."""
+
+
+def _lock_path(warehouse: Warehouse) -> Path:
+    return warehouse.catalog_path.with_suffix(".lock")
+
+
+def _load_registry(warehouse: Warehouse) -> dict[str, dict[str, str]]:
+    path = warehouse.root / VIEWS_FILE
+    try:
+        loaded = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError:  # a damaged registry: views are derived data, rebuild them as runs come
+        return {}
+    return {k: dict(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+
+def _write_registry(warehouse: Warehouse, registry: dict[str, dict[str, str]]) -> None:
+    path = warehouse.root / VIEWS_FILE
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(registry, indent=1, sort_keys=True))
+
+
+def _view_rank(name: str) -> int:
+    """Creation order: the document index, then history views, then the views built on them."""
+    if name.endswith("_documents"):
+        return 0
+    return 1 if name.endswith(HISTORY_SUFFIX) else 2
+
+
+def _rebuild_catalog(warehouse: Warehouse, registry: dict[str, dict[str, str]]) -> dict[str, str]:
+    """Write every registered view into a fresh DuckDB file, then rename it over the catalog.
+
+    A view that cannot be created (or whose base view could not) is left out and
+    returned with the reason; the rest of the catalog is still published.
+    """
+    sql_by_name: dict[str, str] = {}
+    for views in registry.values():
+        sql_by_name.update(views)
+    failed: dict[str, str] = {}
+    warehouse.root.mkdir(parents=True, exist_ok=True)
+    with atomic_path(warehouse.catalog_path) as tmp:
+        con = duckdb.connect(str(tmp))
         try:
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            for name, sql in stale.items():  # dict order: a view's dependencies come first
-                con.execute(sql)
-                con.execute(f"COMMENT ON VIEW {SCHEMA}.{name} IS '{_fingerprint(sql)}'")
+            for name in sorted(sql_by_name, key=lambda n: (_view_rank(n), n)):
+                try:
+                    con.execute(sql_by_name[name])
+                except duckdb.Error as exc:
+                    failed[name] = " ".join(str(exc).split())[:300]
         finally:
             con.close()
-        return sorted(stale)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{tmp}.wal")
+    return failed
 
 
-def _fingerprint(sql: str) -> str:
-    return "codex:" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temp path beside ``path`` to write, renamed over ``path`` on success (mode per umask)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    try:
+        yield tmp
+        if tmp.exists():
+            os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
