@@ -8,6 +8,9 @@ import sys
 import time
 from collections.abc import Sequence
 
+import duckdb
+
+from codex_pipeline.cli.errors import explain
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
 from codex_pipeline.cli.search_command import add_search_command
@@ -130,9 +133,13 @@ def cmd_materialize(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    con = connect_catalog(Warehouse(args.data_dir), read_only=True)
+    wh = Warehouse(args.data_dir)
+    con = connect_catalog(wh, read_only=True)
     try:
         _print_rows(con, args.sql)
+    except duckdb.Error as exc:
+        print(f"codex query: {explain(exc, wh, con)}", file=sys.stderr)
+        return 2
     finally:
         con.close()
     return 0

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 
+from codex_pipeline.cli.errors import explain
 from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
 from codex_pipeline.explore.navigation import ChunkCollection
 from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, CatalogBusy, Warehouse, connect_catalog
@@ -117,6 +118,8 @@ def _run(args: argparse.Namespace, body) -> int:
         con = _open_catalog(wh)
         try:
             text = body(con, wh)
+        except duckdb.Error as exc:
+            raise InspectError(explain(exc, wh, con)) from None
         finally:
             con.close()
     except InspectError as exc:
