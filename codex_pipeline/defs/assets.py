@@ -1,7 +1,9 @@
 """Asset factory: the registry's datasets become `[dataset, raw]` → `[dataset, chunks]`."""
 
 import datetime as dt
+import logging
 import warnings
+from collections.abc import Iterator
 
 import dagster as dg
 
@@ -34,6 +36,20 @@ warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", categor
 warnings.filterwarnings("ignore", message=r"Asset job .* materializes assets with varying BackfillPolicies")
 
 CONTRACT_CHECK = "chunk_contract"
+
+class _SkippedDayFilter(logging.Filter):
+    """Drop Dagster's note that a skipped chunks step left its blocking check without result.
+
+    A day with no landing folder skips the chunks step on purpose, and its downstream
+    steps are skipped with it; the note would say they "proceed", which they do not.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "will proceed without gating on it" not in record.getMessage()
+
+
+logging.getLogger("dagster._core.execution.plan.active").addFilter(_SkippedDayFilter())
+
 UNIQUE_CHECK = "current_chunk_ids_unique"
 EMBEDDINGS_POOL = "embeddings"
 # raw and chunks write one independent file per day: one run per day parallelizes
@@ -75,15 +91,21 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         code_version=spec.source_version,
         kinds={"parquet", "duckdb"},
         description=f"{spec.description} Validated records from landing/{spec.name}/<day>/; bad files go to codex.{spec.name}_rejects.",
+        output_required=False,  # a day with no landing folder materializes nothing downstream
         metadata={"dataset": spec.name},
     )
-    def raw(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> dg.MaterializeResult:
+    def raw(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> Iterator[dg.MaterializeResult]:
         wh = warehouse.get()
         day = _day(context)
-        damaged = _set_aside_damaged(context, wh, spec.name, [day])
         landing = wh.landing_dir(spec.name, day)
         if not landing.is_dir():
             context.log.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
+        if not landing.is_dir() and not wh.partition_path(spec.name, "raw", day).exists():
+            # nothing landed and nothing to retract: yield no materialization, so the
+            # day's chunks and embeddings steps are skipped instead of run empty
+            context.log.info(f"no landing folder {landing}: nothing to do for {spec.name} on {day}")
+            return
+        damaged = _set_aside_damaged(context, wh, spec.name, [day])
         with without_tombstones(landing) as folder:  # _deleted.* files are never the reader's input
             loaded = spec.load_day(folder)
         marks = read_tombstones(landing, spec.name) if spec.chunked else _not_applied(landing, spec.name)
@@ -107,7 +129,7 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
             context.log.warning(
                 f"{out.rejects.num_rows + len(marks.rejects)} rejected input(s) in {landing}; see codex.{spec.name}_rejects"
             )
-        return dg.MaterializeResult(
+        yield dg.MaterializeResult(
             metadata={
                 "landing_dir": dg.MetadataValue.path(str(landing)),
                 "documents": out.documents,
