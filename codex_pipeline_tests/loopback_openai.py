@@ -1,4 +1,4 @@
-"""A loopback OpenAI-compatible embeddings server for tests and benchmarks.
+"""A loopback OpenAI-compatible embeddings (and chat: ``loopback_chat.py``) server for tests and benchmarks.
 
 The tests point the real ``openai`` client at it (``base_url``), so retries,
 batching and response validation are exercised over real HTTP. Vectors are a
@@ -48,6 +48,13 @@ FAULT_KINDS = (
     "shuffled",  # valid, but items in reverse order (the index field is right)
     "disconnect",  # close the socket without answering
     "bad_request",  # 400, not retryable
+    # chat completions only (loopback_chat.py)
+    "refusal",
+    "bad_content",
+    "missing_entry",
+    "not_strings",
+    "truncated",
+    "invented",
 )
 
 
@@ -159,6 +166,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _post(self, srv: LoopbackOpenAI) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if self.path.rstrip("/") in ("/v1/chat/completions", "/chat/completions"):
+            from codex_pipeline_tests.loopback_chat import serve_chat  # propositions (seed 002)
+
+            serve_chat(self, srv, raw)
+            return
         if self.path.rstrip("/") not in ("/v1/embeddings", "/embeddings"):
             self._error(404, f"no route {self.path}", "invalid_request_error")
             return

@@ -44,7 +44,7 @@ def materialize(wh: Warehouse, day: dt.date, spec: DatasetSpec = NARRATIVE, embe
     )
     assert result.success
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {"chunk_contract": True, UNIQUE_CHECK: True}
+    assert checks == {"chunk_contract": True, UNIQUE_CHECK: True, "chunk_addresses": True}
     return result
 
 
@@ -210,7 +210,12 @@ def test_snapshot_mode_deletes_what_the_newest_export_lacks(warehouse: Warehouse
     assert sql(warehouse, current) == [("urn:aprs:narrative:a.txt",), ("urn:aprs:narrative:c.txt",)]
     assert {m for (m,) in sql(warehouse, "SELECT match FROM codex.pages_redirects")} == {"deleted"}
 
-    materialize(warehouse, D3, spec)  # nothing landed that day: not a snapshot, nothing deleted
+    empty_day = dg.materialize(  # nothing landed that day: not a snapshot, nothing deleted, nothing run
+        build_dataset_assets(spec)[:2],
+        partition_key=D3.isoformat(),
+        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": EmbeddingSettings()},
+    )
+    assert empty_day.success and empty_day.get_asset_materialization_events() == []
     assert sql(warehouse, current) == [("urn:aprs:narrative:a.txt",), ("urn:aprs:narrative:c.txt",)]
 
     land(warehouse, D4, {"a.txt": pages["a.txt"], "b.txt": pages["b.txt"]}, "pages")

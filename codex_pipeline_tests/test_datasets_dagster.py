@@ -41,7 +41,8 @@ def test_materialize_chunked_dataset(warehouse, dataset: str) -> None:
     result = materialize_dataset(warehouse, dataset, DAY)
     assert result.success
 
-    check, unique = result.get_asset_check_evaluations()
+    check, unique, addresses = result.get_asset_check_evaluations()
+    assert addresses.check_name == "chunk_addresses" and addresses.passed  # seed-003 validator, non-blocking
     assert check.check_name == "chunk_contract" and check.passed
     assert check.asset_key == dg.AssetKey([dataset, "chunks"])
     assert unique.check_name == "current_chunk_ids_unique" and unique.passed
@@ -139,7 +140,7 @@ def test_sample_landing_days_materialize(warehouse, dataset: str) -> None:
         result = materialize_dataset(warehouse, dataset, day)
         assert result.success
         assert all(c.passed for c in result.get_asset_check_evaluations())
-        assert len(result.get_asset_check_evaluations()) == (2 if spec.chunked else 0)
+        assert len(result.get_asset_check_evaluations()) == (3 if spec.chunked else 0)
         total_rejects += len(spec.load_day(landing).rejects)
     con = connect_catalog(warehouse)
     try:

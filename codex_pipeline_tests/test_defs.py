@@ -26,5 +26,6 @@ def test_every_registry_entry_has_its_assets() -> None:
             assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition)
             (chunks_def,) = [a for a in assets_by_dataset[spec.name] if chunks in a.keys]
             checks = list(chunks_def.check_specs)
-            assert [c.name for c in checks] == ["chunk_contract", "current_chunk_ids_unique"]
+            assert [c.name for c in checks] == ["chunk_contract", "current_chunk_ids_unique", "chunk_addresses"]
             assert checks[0].blocking and not checks[1].blocking  # the contract blocks; uniqueness warns
+            assert not checks[2].blocking  # the seed-003 address validator warns

@@ -38,7 +38,7 @@ def test_docs_partition(warehouse: Warehouse) -> None:
     result = materialize_dataset(warehouse, "docs", day_s)
     assert result.success
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert set(evaluations) == {"chunk_contract", "current_chunk_ids_unique"}
+    assert set(evaluations) == {"chunk_contract", "current_chunk_ids_unique", "chunk_addresses"}
     assert all(e.passed for e in evaluations.values())
 
     day = dt.date.fromisoformat(day_s)

@@ -23,11 +23,15 @@ ALLOWED: dict[str, set[str]] = {
     "chunkers": {"core", "chunkers"},
     "warehouse": {"core", "warehouse"},
     "embeddings": {"core", "warehouse", "embeddings"},
-    "retrieval": {"core", "warehouse", "embeddings", "retrieval"},
-    "datasets": {"core", "sources", "chunkers", "warehouse", "embeddings", "retrieval", "datasets"},
+    "propositions": {"core", "warehouse", "embeddings", "propositions"},
+    "retrieval": {"core", "warehouse", "embeddings", "propositions", "retrieval"},
+    "datasets": {"core", "sources", "chunkers", "warehouse", "embeddings", "propositions", "retrieval", "datasets"},
     "explore": {"core", "warehouse", "explore"},
-    "cli": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "retrieval", "cli", "defs"},
-    "defs": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "retrieval", "defs"},
+    "evaluation": {"core", "sources", "warehouse", "embeddings", "retrieval", "datasets", "evaluation"},
+    "cli": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "retrieval", "evaluation",
+            "propositions", "cli", "defs"},
+    "defs": {"core", "sources", "chunkers", "warehouse", "embeddings", "propositions", "datasets", "explore", "retrieval",
+             "defs"},
 }
 MAY_IMPORT_DAGSTER = {"defs", "cli"}
 ROOT_MODULES = {"__init__"}  # the package root holds only the version

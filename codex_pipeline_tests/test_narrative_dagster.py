@@ -25,7 +25,8 @@ def test_partition_lands_in_parquet_and_duckdb(warehouse: Warehouse) -> None:
     (landing / "nothing.html").write_text("<html><body><script>x()</script></body></html>")
     result = materialize_dataset(warehouse, "narrative", DAY)
     assert result.success
-    evaluation, unique = result.get_asset_check_evaluations()
+    evaluation, unique, addresses = result.get_asset_check_evaluations()
+    assert addresses.passed and addresses.check_name == "chunk_addresses"
     assert evaluation.passed and evaluation.check_name == "chunk_contract"
     assert unique.passed and unique.check_name == "current_chunk_ids_unique"
 
@@ -85,7 +86,7 @@ def test_contract_failure_blocks_and_quarantines(warehouse: Warehouse) -> None:
         resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": EmbeddingSettings()},
         raise_on_error=False,
     )
-    evaluation, unique = result.get_asset_check_evaluations()
+    evaluation, unique, _addresses = result.get_asset_check_evaluations()
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
     assert unique.passed and unique.metadata["current_rows"].value == 0  # nothing published, nothing current
     assert evaluation.metadata["failed_checks"].value == ["token_count_exact_cl100k"]

@@ -2,9 +2,9 @@
 
 ``agenda_item`` (``item.{n}``, the item summary) is the parent of
 
-* ``speaker_turn`` — ``item.{n}.turn.{m}``: one per turn, where a turn whose spoken text
-  is under 50 tokens is merged with the next turn of the same speaker in the item
-  (see :func:`merge_turns`); a turn over the 1,500-token cap is cut by
+* ``speaker_turn`` — ``item.{n}.turn.{m}``: one per stretch of talk: consecutive turns of
+  one speaker with nobody speaking in between are merged, up to 400 tokens (see
+  :func:`merge_turns`); a turn over the 1,500-token cap is cut by
   ``bounded_split`` into ``item.{n}.turn.{m}.part.{k}``;
 * ``condition`` — ``item.{n}.condition.{k}``: each condition or blocker tag;
 * ``contingency`` — ``item.{n}.contingency.{id}``: each node of the item's DAG, its
@@ -33,7 +33,8 @@ from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.core.splitting import bounded_split
 from codex_pipeline.core.tokens import TokenizedText, count_tokens_batch
 
-MERGE_BELOW_TOKENS = 50  # a turn whose spoken text has fewer tokens is merged forward
+MERGE_BELOW_TOKENS = 50  # a group this small always takes the speaker's next adjacent turn
+MAX_MERGED_TOKENS = 400  # a stretch of one speaker's consecutive turns is merged up to this size
 MERGE_SEPARATOR = "\n"  # between the texts of merged turns
 ANNOUNCEMENT_CHARS = 400  # longest excerpt of an announcing turn quoted in a summary
 SHORT_ANNOUNCEMENT_WORDS = 8  # a shorter announcing turn is quoted with the turn after it
@@ -59,6 +60,7 @@ class CivicLimits(RecordLimits):
     """
 
     merge_below_tokens: int = MERGE_BELOW_TOKENS
+    max_merged_tokens: int = MAX_MERGED_TOKENS
     merge_separator: str = MERGE_SEPARATOR
     announcement_chars: int = ANNOUNCEMENT_CHARS
     short_announcement_words: int = SHORT_ANNOUNCEMENT_WORDS
@@ -87,41 +89,37 @@ def merge_turns(
     tokens: Sequence[int],
     below: int = MERGE_BELOW_TOKENS,
     cap: int = MAX_CHUNK_TOKENS,
+    most: int = MAX_MERGED_TOKENS,
 ) -> list[list[int]]:
     """Group an item's turns (by index) under the merge rule, groups ordered by first turn.
 
-    Walk the turns in order. A turn joins the open group of its speaker if there is
-    one, else starts a group. A group is open while its turns' spoken tokens sum to
-    fewer than ``below``: it takes the next turn of the same speaker in the item,
-    whoever spoke in between. A group that would pass ``cap`` with that turn (chunk
-    tokens plus one per separator) is closed and the turn starts its own group. A
-    group still open at the end of the item (no later turn of that speaker) stays as
-    it is, under ``below``.
+    Only **adjacent** turns merge: a turn joins the group of the turn directly before
+    it when both have the same speaker, so a chunk is one stretch of talk, never a
+    collage of one person's lines across the meeting. It joins while the group plus
+    the turn stays within ``most`` tokens, or while the group is still under
+    ``below`` tokens (a short turn is never left alone when its speaker goes on);
+    never past ``cap`` (chunk tokens plus one per separator). Otherwise the turn
+    starts a new group.
     """
     groups: list[list[int]] = []
-    rule_sum: list[int] = []
     chunk_sum: list[int] = []
-    open_group: dict[str, int] = {}
     for i, sp in enumerate(speakers):
-        g = open_group.pop(sp, None)
-        if g is not None and chunk_sum[g] + tokens[i] + len(groups[g]) <= cap:
-            groups[g].append(i)
-            rule_sum[g] += sizes[i]
-            chunk_sum[g] += tokens[i]
-        else:
-            g = len(groups)
-            groups.append([i])
-            rule_sum.append(sizes[i])
-            chunk_sum.append(tokens[i])
-        if rule_sum[g] < below:
-            open_group[sp] = g
+        if groups and speakers[i - 1] == sp:
+            g = len(groups) - 1
+            grown = chunk_sum[g] + tokens[i] + len(groups[g])
+            if grown <= cap and (grown <= most or chunk_sum[g] < below):
+                groups[g].append(i)
+                chunk_sum[g] += tokens[i]
+                continue
+        groups.append([i])
+        chunk_sum.append(tokens[i])
     return groups
 
 
 def turn_drafts(text: str, item_sid: str, units: list[TurnUnit], limits: CivicLimits = CivicLimits()) -> list[ChunkDraft]:
     """``speaker_turn`` drafts of one item: merged groups composed, over-cap turns split."""
     groups = merge_turns([u.speaker for u in units], [u.size for u in units], [u.tokens for u in units],
-                         limits.merge_below_tokens)
+                         limits.merge_below_tokens, most=limits.max_merged_tokens)
     composed = {
         k: limits.merge_separator.join([text[units[i].span[0] : units[i].span[1]] for i in g])
         for k, g in enumerate(groups)

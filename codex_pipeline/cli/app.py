@@ -14,6 +14,7 @@ from codex_pipeline.cli.errors import explain
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
 from codex_pipeline.cli.search_command import add_search_command
+from codex_pipeline.cli.validate_command import add_validate_command
 from codex_pipeline.datasets.days import DayError, check_days
 from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_search_command(sub)
     add_inspect_commands(sub)
     add_eval_command(sub)
+    add_validate_command(sub)
     return p
 
 

@@ -57,6 +57,8 @@ def add_search_command(sub: Any) -> None:
     s.add_argument("--to", dest="date_to", default=None, help="current version landed on or before YYYY-MM-DD")
     s.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
     s.add_argument("--json", action="store_true", help="print the hits as JSON")
+    s.add_argument("--units", choices=["chunks", "propositions"], default="chunks",
+                   help="what to retrieve: chunks (default) or propositions (seed 002), each with its parent chunk")
     s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
     s.add_argument("--no-refresh", action="store_true", help="search the indexes as they are, even if the warehouse changed")
     s.add_argument("--history", action="store_true",
@@ -77,6 +79,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not args.no_refresh:
         _refresh(wh, datasets, embedder, explicit=bool(args.dataset))
     filters = Filters.of(args.dataset, args.types, args.date_from, args.date_to, dict(_pair(m) for m in args.meta))
+    if getattr(args, "units", "chunks") == "propositions":
+        from codex_pipeline.retrieval.propositions import print_proposition_hits
+
+        retriever = Retriever(wh.root, embedder=embedder, embedder_kind=args.embedder)
+        hits = retriever.search_propositions(args.query, k=args.k, mode=args.mode, filters=filters)
+        return print_proposition_hits(hits, as_json=args.json)
     try:
         retriever = Retriever(wh.root, args.dataset or None, embedder=embedder, embedder_kind=args.embedder)
         t1 = time.perf_counter()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +149,24 @@ class ContractReport:
     @property
     def failed_checks(self) -> list[str]:
         return sorted({f["check"] for f in self.failures})
+
+    @classmethod
+    def merge(cls, reports: Iterable[ContractReport]) -> ContractReport:
+        """One report for a partition checked in row groups: counts summed, at most 5 examples per rule."""
+        out = cls(rows=0)
+        by_rule: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+        for report in reports:
+            out.rows += report.rows
+            for f in report.failures:
+                key = (f["check"], tuple(f["columns"]))
+                if key not in by_rule:
+                    by_rule[key] = {**f, "example_chunk_ids": list(f["example_chunk_ids"])}
+                    out.failures.append(by_rule[key])
+                    continue
+                merged = by_rule[key]
+                merged["failures"] += f["failures"]
+                merged["example_chunk_ids"] = (merged["example_chunk_ids"] + list(f["example_chunk_ids"]))[:5]
+        return out
 
 
 def to_frame(chunks: pa_arrow.Table) -> pd.DataFrame:

@@ -13,7 +13,13 @@ import pyarrow as pa
 
 from codex_pipeline.core.contract import CHUNK_SCHEMA, ChunkType
 from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator, revision8
+from codex_pipeline.core.ids import RevisionLedger, content_hash, locator_uid, make_chunk_id, make_locator
+from codex_pipeline.core.locators import addresses, pad_width
+
+ROW_FORMAT = "2"
+"""Revision of what RowBuffer derives for every dataset (ids, anchors, locators); part of each
+dataset's ``chunking_version``. 2: seed-003 locators (section dot path, block index, rev8 of
+``normalize_text``)."""
 
 
 @dataclass(slots=True)
@@ -76,18 +82,23 @@ def _xpath_at(doc: SourceDocument, offset: int) -> str | None:
 class RowBuffer:
     """Accumulates chunk rows and emits an Arrow table in contract column order."""
 
-    def __init__(self, run: ChunkRun) -> None:
+    def __init__(self, run: ChunkRun, ledger: RevisionLedger | None = None) -> None:
         self.run = run
         self.rows: list[tuple[Any, ...]] = []
+        self.ledger = ledger or RevisionLedger()  # rev8, or rev12 on a collision (seed 003)
 
     def add_document(self, doc: SourceDocument, drafts: Iterable[ChunkDraft]) -> int:
         """Append one document's drafts in reading order; returns the number added."""
-        rev = revision8(doc.text)
+        drafts = list(drafts)
+        uid = locator_uid(doc.record_id)
+        rev = self.ledger.revision(uid, doc.text)
+        addrs = addresses(doc.blocks, drafts)
+        width = pad_width(addrs)
         run = self.run
         doc_id = doc.doc_id
         append = self.rows.append
         n = 0
-        for seq, d in enumerate(drafts):
+        for seq, (d, a) in enumerate(zip(drafts, addrs)):
             chunk_type = d.chunk_type.value if isinstance(d.chunk_type, ChunkType) else d.chunk_type
             append(
                 (
@@ -107,7 +118,7 @@ class RowBuffer:
                     run.chunking_version,
                     run.dataset,
                     run.partition_date,
-                    make_locator(doc.record_id, rev, d.section_id, d.page, d.block),
+                    make_locator(uid, rev, a.section, a.page, a.block, width),
                     content_hash(d.text),
                     _metadata_json(d.metadata) if d.metadata else None,
                 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,13 +23,14 @@ from codex_pipeline.chunkers.narrative import WindowLimits, chunk_narrative
 from codex_pipeline.chunkers.osha import OshaLimits, chunk_osha_case
 from codex_pipeline.chunkers.permits import PermitLimits, chunk_permit
 from codex_pipeline.chunkers.record_view import RecordLimits, chunk_record_view
-from codex_pipeline.core.documents import LoadResult
+from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
+from codex_pipeline.core.rows import ROW_FORMAT
 from codex_pipeline.sources.ais import load_ais_day
 from codex_pipeline.sources.civic import load_civic_day
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.events import load_events_day
 from codex_pipeline.sources.markdown import load_docs_day
-from codex_pipeline.sources.narrative import load_narrative_day
+from codex_pipeline.sources.narrative import iter_narrative_day, load_narrative_day
 from codex_pipeline.sources.osha import load_osha_day
 from codex_pipeline.sources.permits import load_permits_day
 from codex_pipeline.sources.structured import (
@@ -50,21 +51,39 @@ class DatasetSpec:
     source_version: str = "1"  # bump when the reader's output changes
     encodes_documents: bool = False  # the chunker encodes each document's whole text (see tokens.encoded_ahead)
     snapshot: bool = False  # each landing day is a full export: a document absent from the newest one is deleted
+    # seed 002: `[ds, propositions]` (atomic statements with a back-reference to their chunk). On for dense factual
+    # records (permits, OSHA, events, docs); off for narrative, transcripts, email and key-value record views
+    # (propositions fragment a story; a record view's lines are already atomic). docs/propositions.md
+    propositions: bool = False
+
+    # a reader that yields a day's documents one at a time (rejects appended as found), so the
+    # raw step's memory is bounded by a row group, not by the day; None: load_day reads the day whole
+    iter_day: Callable[[Path, list[Reject]], Iterator[SourceDocument]] | None = None
 
     @property
     def chunked(self) -> bool:
         return self.chunker is not None
 
+    def documents(self, day_dir: Path, rejects: list[Reject]) -> Iterator[SourceDocument]:
+        """The day's documents, streamed where the reader can; rejects are appended to ``rejects``."""
+        if self.iter_day is not None:
+            yield from self.iter_day(day_dir, rejects)
+            return
+        loaded = self.load_day(day_dir)
+        rejects.extend(loaded.rejects)
+        yield from loaded.documents
+
     @property
     def chunking_version(self) -> str:
-        """``{chunker_revision}+{fingerprint of limits}``: changing a limit is a new version by construction.
+        """``{chunker_revision}+{fingerprint of limits and row format}``: a new limit is a new version.
 
         It is what Dagster's ``code_version``, the Parquet footer and the row column
-        carry, so the version sensor re-chunks every partition built with other limits.
+        carry, so the version sensor re-chunks every partition built with other limits
+        or by an older :data:`~codex_pipeline.core.rows.ROW_FORMAT` (ids, anchors, locators).
         """
         if self.limits is None:
-            return self.chunker_revision
-        fields = {"class": type(self.limits).__name__, **dataclasses.asdict(self.limits)}
+            return f"{self.chunker_revision}+r{ROW_FORMAT}"
+        fields = {"class": type(self.limits).__name__, **dataclasses.asdict(self.limits), "row_format": ROW_FORMAT}
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
         return f"{self.chunker_revision}+{digest}"
 
@@ -74,6 +93,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         name="narrative",
         description="Unstructured text and scraped HTML pages, chunked by the 600/550 token-window fallback.",
         load_day=load_narrative_day,
+        iter_day=iter_narrative_day,
         chunker=chunk_narrative,
         limits=WindowLimits(window_tokens=600, overlap_tokens=50),
         encodes_documents=True,
@@ -86,8 +106,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "as agenda-item trees: agenda_item → speaker_turn / condition / contingency.",
         load_day=load_civic_day,
         chunker=chunk_civic,
-        limits=CivicLimits(merge_below_tokens=50),
-        chunker_revision="1.0",
+        limits=CivicLimits(merge_below_tokens=50, max_merged_tokens=400),
+        chunker_revision="2.0",  # 2.0: only adjacent turns of one speaker merge (docs/datasets/civic_intelligence.md)
         source_version="2",  # 2: the reader stores its structure (raw.blocks)
     ),
     DatasetSpec(
@@ -99,6 +119,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         limits=EventLimits(window_tokens=800, overlap_tokens=50),
         chunker_revision="1.0",
         source_version="2",  # 2: the reader stores its structure (raw.blocks)
+        propositions=True,
     ),
     DatasetSpec(
         name="permit_signals",
@@ -109,6 +130,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         limits=PermitLimits(),
         chunker_revision="1.0",
         source_version="2",  # 2: the reader stores its structure (raw.blocks)
+        propositions=True,
     ),
     DatasetSpec(
         name="osha_safety",
@@ -119,6 +141,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         limits=OshaLimits(),
         chunker_revision="1.0",
         source_version="2",  # 2: the reader stores its structure (raw.blocks)
+        propositions=True,
     ),
     DatasetSpec(
         name="urban_signal_grid",
@@ -162,6 +185,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         encodes_documents=True,
         chunker_revision="1.1",  # 1.1: sections from the reader's CommonMark blocks
         source_version="2",  # 2: CommonMark structure (markdown-it) in raw.blocks
+        propositions=True,
     ),
     DatasetSpec(
         name="email_threads",

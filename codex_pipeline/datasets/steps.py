@@ -46,33 +46,66 @@ def rejects_table(dataset: str, day: dt.date, rejects: Iterable[Reject]) -> pa.T
     return pa.Table.from_pylist(rows, schema=REJECT_SCHEMA)
 
 
+RAW_BATCH_CHARS = 8_000_000
+"""Canonical text per raw row group: what bounds the raw and chunks steps' memory, whatever the day's size."""
+
+
+class Ingest:
+    """Turns a stream of a landing day's documents into ``raw`` row groups.
+
+    Duplicate record ids become rejects (appended to ``rejects`` as they are met);
+    ``record_ids`` and ``documents`` say what was kept once the stream is consumed.
+    """
+
+    def __init__(self, spec: DatasetSpec, day: dt.date, rejects: list[Reject]) -> None:
+        self.spec, self.day, self.rejects = spec, day, rejects
+        self.record_ids: list[str] = []
+        self._seen: set[str] = set()
+
+    @property
+    def documents(self) -> int:
+        return len(self.record_ids)
+
+    def tables(self, documents: Iterable[SourceDocument], max_chars: int = RAW_BATCH_CHARS) -> Iterator[pa.Table]:
+        for batch in _batches(documents, max_chars):
+            yield self._table(batch)
+
+    def _table(self, documents: list[SourceDocument]) -> pa.Table:
+        rows = []
+        for doc in documents:
+            if doc.doc_id in self._seen:
+                self.rejects.append(
+                    Reject(doc.source_file, f"duplicate record id {doc.record_id!r} in this partition", doc.record_id)
+                )
+                continue
+            self._seen.add(doc.doc_id)
+            self.record_ids.append(doc.record_id)
+            rows.append(
+                {
+                    "doc_id": doc.doc_id,
+                    "record_id": doc.record_id,
+                    "dataset": self.spec.name,
+                    "partition_date": self.day,
+                    "source_file": doc.source_file,
+                    "title": doc.title,
+                    "canonical_text": doc.text,
+                    "payload": json.dumps(doc.payload, ensure_ascii=False, sort_keys=True, default=str)
+                    if doc.payload is not None
+                    else None,
+                    "xpaths": json.dumps(doc.xpaths) if doc.xpaths else None,
+                    "blocks": blocks_to_json(doc.blocks),
+                    "content_hash": content_hash(doc.text),
+                }
+            )
+        return pa.Table.from_pylist(rows, schema=RAW_SCHEMA)
+
+
 def ingest(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], rejects: list[Reject]) -> StepOutput:
-    """Documents from a landing day as the ``raw`` table (duplicates become rejects)."""
-    seen: set[str] = set()
-    rows, rejected = [], list(rejects)
-    for doc in documents:
-        if doc.doc_id in seen:
-            rejected.append(Reject(doc.source_file, f"duplicate record id {doc.record_id!r} in this partition", doc.record_id))
-            continue
-        seen.add(doc.doc_id)
-        rows.append(
-            {
-                "doc_id": doc.doc_id,
-                "record_id": doc.record_id,
-                "dataset": spec.name,
-                "partition_date": day,
-                "source_file": doc.source_file,
-                "title": doc.title,
-                "canonical_text": doc.text,
-                "payload": json.dumps(doc.payload, ensure_ascii=False, sort_keys=True, default=str)
-                if doc.payload is not None
-                else None,
-                "xpaths": json.dumps(doc.xpaths) if doc.xpaths else None,
-                "blocks": blocks_to_json(doc.blocks),
-                "content_hash": content_hash(doc.text),
-            }
-        )
-    return StepOutput(pa.Table.from_pylist(rows, schema=RAW_SCHEMA), rejects_table(spec.name, day, rejected), len(rows))
+    """Documents from a landing day as one ``raw`` table (duplicates become rejects)."""
+    rejected = list(rejects)
+    run = Ingest(spec, day, rejected)
+    table = pa.concat_tables([RAW_SCHEMA.empty_table(), *run.tables(documents)])
+    return StepOutput(table, rejects_table(spec.name, day, rejected), run.documents)
 
 
 def documents_from_raw(raw: pa.Table) -> list[SourceDocument]:
@@ -124,10 +157,10 @@ ENCODE_AHEAD_CHARS = 4_000_000
 """Text encoded ahead per batch: enough for tiktoken to stay cache-hot, bounded memory."""
 
 
-def _batches(documents: list[SourceDocument], max_chars: int) -> Iterator[list[SourceDocument]]:
+def _batches(documents: Iterable[SourceDocument], max_chars: int) -> Iterator[list[SourceDocument]]:
     """Consecutive runs of documents of at most ``max_chars`` text (0: all in one run)."""
     if max_chars <= 0:
-        yield documents
+        yield list(documents)
         return
     batch: list[SourceDocument] = []
     size = 0

@@ -8,6 +8,7 @@ import dagster as dg
 from codex_pipeline.defs.assets import dataset_assets
 from codex_pipeline.defs.executors import configured_executor
 from codex_pipeline.defs.jobs import codex_all_job
+from codex_pipeline.defs.proposition_assets import default_proposition_settings, proposition_assets
 from codex_pipeline.defs.resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.run_hygiene import run_hygiene_sensor
 from codex_pipeline.defs.schedules import daily_schedule
@@ -16,7 +17,7 @@ from codex_pipeline.defs.sensors import version_sensor
 from codex_pipeline.embeddings import configured_kind
 
 defs = dg.Definitions(
-    assets=dataset_assets + search_index_assets,
+    assets=dataset_assets + search_index_assets + proposition_assets,
     jobs=[codex_all_job],
     schedules=[daily_schedule],
     sensors=[version_sensor, run_hygiene_sensor],
@@ -27,5 +28,6 @@ defs = dg.Definitions(
         "warehouse": CodexWarehouse(),
         "duckdb": CodexDuckDB(),
         "embedding": EmbeddingSettings(kind=configured_kind()),
+        "propositions": default_proposition_settings,
     },
 )

@@ -4,14 +4,19 @@ import datetime as dt
 import logging
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.contract import CHUNK_SCHEMA, RAW_SCHEMA, REJECT_SCHEMA
+from codex_pipeline.core.contract_check import ContractReport, validate_chunks
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.embed_step import embed_day
 from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
+from codex_pipeline.datasets.validation import validate_partition
 from codex_pipeline.defs.partitions import daily_partitions
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.explore.inspector import token_histogram_markdown
@@ -35,7 +40,6 @@ from codex_pipeline.warehouse.storage import INDEX_DIR, Warehouse, ensure_views
 warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", message=r"Asset job .* materializes assets with varying BackfillPolicies")
 
-CONTRACT_CHECK = "chunk_contract"
 
 class _SkippedDayFilter(logging.Filter):
     """Drop Dagster's note that a skipped chunks step left its blocking check without result.
@@ -50,7 +54,9 @@ class _SkippedDayFilter(logging.Filter):
 
 logging.getLogger("dagster._core.execution.plan.active").addFilter(_SkippedDayFilter())
 
+CONTRACT_CHECK = "chunk_contract"
 UNIQUE_CHECK = "current_chunk_ids_unique"
+ADDRESS_CHECK = "chunk_addresses"
 EMBEDDINGS_POOL = "embeddings"
 # raw and chunks write one independent file per day: one run per day parallelizes
 # across the run queue and retries a failed day alone.
@@ -89,32 +95,39 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         group_name=spec.name,
         partitions_def=daily_partitions,
         code_version=spec.source_version,
+        output_required=False,  # a day with no landing folder materializes nothing downstream
         kinds={"parquet", "duckdb"},
         description=f"{spec.description} Validated records from landing/{spec.name}/<day>/; bad files go to codex.{spec.name}_rejects.",
-        output_required=False,  # a day with no landing folder materializes nothing downstream
         metadata={"dataset": spec.name},
     )
     def raw(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> Iterator[dg.MaterializeResult]:
         wh = warehouse.get()
         day = _day(context)
         landing = wh.landing_dir(spec.name, day)
-        if not landing.is_dir():
-            context.log.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
         if not landing.is_dir() and not wh.partition_path(spec.name, "raw", day).exists():
             # nothing landed and nothing to retract: yield no materialization, so the
             # day's chunks and embeddings steps are skipped instead of run empty
             context.log.info(f"no landing folder {landing}: nothing to do for {spec.name} on {day}")
             return
         damaged = _set_aside_damaged(context, wh, spec.name, [day])
-        with without_tombstones(landing) as folder:  # _deleted.* files are never the reader's input
-            loaded = spec.load_day(folder)
+        if not landing.is_dir():
+            context.log.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
+        rejected: list[Reject] = []
+        ingest = pipeline.Ingest(spec, day, rejected)
+        # documents stream from the reader into bounded row groups: memory does not grow with the day
+        with (
+            without_tombstones(landing) as folder,  # _deleted.* files are never the reader's input
+            wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
+        ):
+            for table in ingest.tables(spec.documents(folder, rejected)):
+                out.write(table)
+            path = out.publish()
+        rejects = pipeline.rejects_table(spec.name, day, rejected)
         marks = read_tombstones(landing, spec.name) if spec.chunked else _not_applied(landing, spec.name)
-        out = pipeline.ingest(spec, day, loaded.documents, loaded.rejects)
-        path = wh.write(out.table, spec.name, "raw", day, stamp={"source_version": spec.source_version})
-        wh.write(out.rejects, spec.name, "rejects", day, part="ingest")
+        wh.write(rejects, spec.name, "rejects", day, part="ingest")
         change = None
         if spec.chunked:
-            marks = marks.split_landed(set(out.table.column("record_id").to_pylist()))
+            marks = marks.split_landed(set(ingest.record_ids))
             accepted = tombstones_table(day, marks.tombstones)
             had = wh.partition_path(spec.name, "tombstones", day).exists()
             _write_if_any(wh, accepted, spec.name, "tombstones", day)
@@ -125,16 +138,16 @@ def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         created = ensure_views(
             wh, [(spec.name, t) for t in ("raw", "rejects", "documents", "tombstones", "redirects")]
         )
-        if out.rejects.num_rows or marks.rejects:
+        if rejects.num_rows or marks.rejects:
             context.log.warning(
-                f"{out.rejects.num_rows + len(marks.rejects)} rejected input(s) in {landing}; see codex.{spec.name}_rejects"
+                f"{rejects.num_rows + len(marks.rejects)} rejected input(s) in {landing}; see codex.{spec.name}_rejects"
             )
         yield dg.MaterializeResult(
             metadata={
                 "landing_dir": dg.MetadataValue.path(str(landing)),
-                "documents": out.documents,
-                "rejects": out.rejects.num_rows,
-                "rejects_preview": dg.MetadataValue.md(_rejects_preview(out.rejects)),
+                "documents": ingest.documents,
+                "rejects": rejects.num_rows,
+                "rejects_preview": dg.MetadataValue.md(_rejects_preview(rejects)),
                 "tombstones": len(marks.tombstones),
                 "tombstone_rejects": len(marks.rejects),
                 **_current_metadata(change),
@@ -171,6 +184,18 @@ def _current_metadata(change: IndexChange | None) -> dict[str, int]:
     return change.as_metadata() if change is not None else {}
 
 
+SUMMARY_COLUMNS = ["doc_id", "chunk_type", "token_count"]
+"""What the chunks metadata (counts, token percentiles, histogram) needs of every row: kept across row groups."""
+
+
+def _new_chunks(wh: Warehouse, dataset: str, day: dt.date, written: Path) -> pa.Table:
+    """The new chunk rows redirects compare with the published ones: read back only when there are any."""
+    if wh.partition_path(dataset, "chunks", day).exists() or wh.partition_path(dataset, LAST_PUBLISHED, day).exists() \
+            or wh.partition_path(dataset, "redirects", day).exists():
+        return pq.read_table(written)
+    return CHUNK_SCHEMA.empty_table()
+
+
 def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     chunks_key = dg.AssetKey([spec.name, "chunks"])
 
@@ -205,30 +230,54 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                     "would not remove it."
                 ),
             ),
+            dg.AssetCheckSpec(
+                ADDRESS_CHECK,
+                asset=chunks_key,
+                blocking=False,
+                description=(
+                    "Seed-003 validator on a 20-chunk sample (as `codex validate`): unique ids, locator order equal to "
+                    "reading order within each section / page, offsets that reproduce the text, ids unchanged when "
+                    "the sampled raw records are re-chunked. A warning, not a block."
+                ),
+            ),
         ],
     )
     def chunks(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> dg.MaterializeResult:
         wh = warehouse.get()
         day = _day(context)
         damaged = _set_aside_damaged(context, wh, spec.name, [day])
-        raw = wh.read(spec.name, "raw", day)
-        docs = pipeline.documents_from_raw(raw)
-        out = pipeline.chunk(spec, day, docs)
-        report = validate_chunks(out.table, {d.doc_id: d.text for d in docs})
-        wh.write(out.rejects, spec.name, "rejects", day, part="chunk")
-        redirects: dict[str, int] = {}
-        if report.passed:  # a quarantined table publishes no ids, so it redirects none
-            redirects = update_redirects(wh, spec.name, day, out.table, spec.chunking_version)
-            path = wh.write(out.table, spec.name, "chunks", day, stamp={"chunking_version": spec.chunking_version})
-            wh.remove(spec.name, "quarantine", day)
-            wh.remove(spec.name, LAST_PUBLISHED, day)
-        else:  # never let a bad partition feed embeddings: keep it aside for inspection
-            # unpublish, but keep the last good file as the baseline for redirects
-            wh.move(spec.name, "chunks", LAST_PUBLISHED, day)
-            path = wh.write(out.table, spec.name, "quarantine", day, stamp={"chunking_version": spec.chunking_version})
-            context.log.error(f"chunk contract failed for {spec.name} {day}: {report.failed_checks}")
+        chunked_at = dt.datetime.now(dt.UTC)
+        reports: list[ContractReport] = []
+        reject_parts, landed_parts, slim_parts = [], [], []
+        first: tuple[pa.Table, list] | None = None  # the first row group's chunks and documents: preview, address sample
+        with wh.writer(spec.name, "chunks", day, CHUNK_SCHEMA, stamp={"chunking_version": spec.chunking_version}) as out:
+            for raw in wh.read_groups(spec.name, "raw", day):  # one bounded row group at a time
+                docs = pipeline.documents_from_raw(raw)
+                part = pipeline.chunk(spec, day, docs, chunked_at)
+                reports.append(validate_chunks(part.table, {d.doc_id: d.text for d in docs}))
+                out.write(part.table)
+                reject_parts.append(part.rejects)
+                landed_parts.append(landed_from_raw(raw))
+                slim_parts.append(part.table.select(SUMMARY_COLUMNS))
+                if first is None:
+                    first = (part.table, docs)
+            report = ContractReport.merge(reports)
+            rejects = pa.concat_tables([REJECT_SCHEMA.empty_table(), *reject_parts])
+            wh.write(rejects, spec.name, "rejects", day, part="chunk")
+            redirects: dict[str, int] = {}
+            if report.passed:  # a quarantined table publishes no ids, so it redirects none
+                out.close()
+                redirects = update_redirects(wh, spec.name, day, _new_chunks(wh, spec.name, day, out.tmp), spec.chunking_version)
+                path = out.publish()
+                wh.remove(spec.name, "quarantine", day)
+                wh.remove(spec.name, LAST_PUBLISHED, day)
+            else:  # never let a bad partition feed embeddings: keep it aside for inspection
+                # unpublish, but keep the last good file as the baseline for redirects
+                wh.move(spec.name, "chunks", LAST_PUBLISHED, day)
+                path = out.publish(to=wh.partition_path(spec.name, "quarantine", day))
+                context.log.error(f"chunk contract failed for {spec.name} {day}: {report.failed_checks}")
         # the day's documents become current only once its chunks are published
-        landed = landed_from_raw(raw)
+        landed = pa.concat_tables(landed_parts) if landed_parts else landed_from_raw(RAW_SCHEMA.empty_table())
         change = update_index(
             wh, spec.name, day, landed=landed if report.passed else landed.slice(0, 0), snapshot=spec.snapshot
         )
@@ -239,7 +288,12 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         unique = check_unique_chunk_ids(wh, spec.name)
         if not unique.passed:
             context.log.warning(f"{unique.duplicates} chunk id(s) on more than one row of codex.{spec.name}_chunks")
-        summary = chunk_summary(out.table)
+        sample, sample_docs = first or (CHUNK_SCHEMA.empty_table(), [])
+        addresses = validate_partition(spec, day, sample, sample_docs)
+        if not addresses.passed:
+            context.log.warning(f"chunk addresses of {spec.name} {day}: " + "; ".join(p.line() for p in addresses.problems[:5]))
+        slim = pa.concat_tables([CHUNK_SCHEMA.empty_table().select(SUMMARY_COLUMNS), *slim_parts])
+        summary = chunk_summary(slim)
         return dg.MaterializeResult(
             metadata={
                 "documents": summary["documents"],
@@ -249,12 +303,12 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 "tokens_p95": summary["tokens"]["p95"],
                 "tokens_max": summary["tokens"]["max"],
                 "tokens_by_type": dg.MetadataValue.json(summary["tokens_by_type"]),
-                "rejects": out.rejects.num_rows,
+                "rejects": rejects.num_rows,
                 "redirects": sum(redirects.values()),
                 "redirects_by_match": dg.MetadataValue.json(redirects),
-                "preview": dg.MetadataValue.md(preview_markdown(out.table)),
+                "preview": dg.MetadataValue.md(preview_markdown(sample)),
                 "token_histogram": dg.MetadataValue.md(
-                    token_histogram_markdown(out.table, title=f"{spec.name} {day.isoformat()}")
+                    token_histogram_markdown(slim, title=f"{spec.name} {day.isoformat()}")
                 ),
                 "path": dg.MetadataValue.path(str(path)),
                 "chunking_version": spec.chunking_version,
@@ -283,6 +337,16 @@ def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                         "examples": dg.MetadataValue.json(
                             [{"chunk_id": c, "rows": n, "doc_ids": list(d)} for c, n, d in unique.examples]
                         ),
+                    },
+                ),
+                dg.AssetCheckResult(
+                    check_name=ADDRESS_CHECK,
+                    passed=addresses.passed,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    metadata={
+                        "sampled_chunks": addresses.sampled,
+                        "failed_checks": addresses.failed_checks,
+                        "problems": dg.MetadataValue.json([p.line() for p in addresses.problems]),
                     },
                 ),
             ],

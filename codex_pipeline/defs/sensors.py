@@ -8,6 +8,8 @@ import dagster as dg
 from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
 from codex_pipeline.datasets.staleness import stale_partitions
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.propositions import configured_extractor_kind, extractor_identity
+from codex_pipeline.propositions.staleness import stale_proposition_partitions
 
 MAX_RUNS_PER_TICK = 5
 
@@ -28,6 +30,10 @@ def build_version_sensor(
     chunked = [s for s in specs if s.chunked]
     targets = [dg.AssetKey([s.name, t]) for s in chunked for t in ("raw", "chunks", "embeddings")]
     steps = {"raw": ("raw", "chunks", "embeddings"), "chunks": ("chunks", "embeddings"), "embeddings": ("embeddings",)}
+    # seed 002: propositions follow their chunks' version, the extractor's and the embedding model's
+    with_props = [s.name for s in chunked if s.propositions]
+    targets += [dg.AssetKey([n, t]) for n in with_props for t in ("propositions", "proposition_embeddings")]
+    steps |= {"propositions": ("propositions", "proposition_embeddings"), "proposition_embeddings": ("proposition_embeddings",)}
 
     @dg.sensor(
         name="codex_version_sensor",
@@ -41,6 +47,9 @@ def build_version_sensor(
     ) -> dg.SensorResult:
         embedder = embedding.build()
         stale = stale_partitions(warehouse.get(), chunked, embedder.model, embedder.version)
+        stale += stale_proposition_partitions(  # type: ignore[arg-type]  # same fields as StalePartition
+            warehouse.get(), with_props, extractor_identity(configured_extractor_kind()), embedder.model, embedder.version
+        )
         requested: list[str] = json.loads(context.cursor)["requested"] if context.cursor else []
         stale_keys = {s.run_key for s in stale}
         pending = [s for s in stale if s.run_key not in requested]

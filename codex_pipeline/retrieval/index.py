@@ -53,8 +53,9 @@ from usearch.index import Index
 
 from codex_pipeline.retrieval import bm25
 from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze, stemming
+from codex_pipeline.retrieval.units import context_prefix
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"  # 3: BM25 terms include the chunk's context prefix (speaker, header path)
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 ROWS_FILE = "rows.arrow"
@@ -328,17 +329,23 @@ def _write_bm25(folder: Path, rows: pa.Table, previous: Path | None) -> int:
     reuse = _reusable_rows(rows, previous) if previous is not None and _same_analyzer(previous) else None
     old = bm25.Bm25(previous / BM25_DIR).term_table() if reuse is not None and previous is not None else None
     need = np.flatnonzero(reuse < 0) if reuse is not None else np.arange(rows.num_rows)
-    table = bm25.TermTable.build(_analyzed(rows.column("chunk_text"), need), rows.num_rows, old, reuse)
+    table = bm25.TermTable.build(_analyzed(rows.column("chunk_text"), need, rows.column("metadata")), rows.num_rows,
+                                 old, reuse)
     bm25.save(folder, table, bm25.score_matrix(table))
     return rows.num_rows - len(need)
 
 
-def _analyzed(texts: pa.ChunkedArray, rows: np.ndarray, batch: int = 8192) -> Iterator[tuple[int, list[str]]]:
-    """``(row, terms)`` for ``rows``, converting a batch of texts to Python at a time."""
+def _analyzed(texts: pa.ChunkedArray, rows: np.ndarray, metadata: pa.ChunkedArray | None = None,
+              batch: int = 8192) -> Iterator[tuple[int, list[str]]]:
+    """``(row, terms)`` for ``rows``: the chunk text with its context prefix (the speaker of a turn, the header path
+    of a section; :func:`~codex_pipeline.retrieval.units.context_prefix`), so "what did Commissioner Lee say" matches
+    Lee's turns although ``chunk_text`` holds only the spoken words."""
     for at in range(0, len(rows), batch):
         part = rows[at:at + batch]
-        for i, text in zip(part.tolist(), texts.take(pa.array(part, pa.int64())).to_pylist()):
-            yield i, analyze(text)
+        take = pa.array(part, pa.int64())
+        metas = metadata.take(take).to_pylist() if metadata is not None else [None] * len(part)
+        for i, text, meta in zip(part.tolist(), texts.take(take).to_pylist(), metas):
+            yield i, analyze(context_prefix(meta) + text)
 
 
 def _reusable_rows(rows: pa.Table, previous: Path) -> np.ndarray:

@@ -31,6 +31,7 @@ number or citation for all 21.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -49,6 +50,7 @@ from codex_pipeline.retrieval.index import CURRENT_FILE
 from codex_pipeline.retrieval.lexical import analyze_query
 from codex_pipeline.retrieval.searcher import SearchIndex
 from codex_pipeline.retrieval.types import Context, Filters, Hit, SearchMode, Span
+from codex_pipeline.retrieval.units import UNIT_POOL, UnitVectors, best_units, context_prefix, fuse
 from codex_pipeline.warehouse.storage import Warehouse
 
 SEARCH_INDEX_DIR = "search_index"
@@ -97,12 +99,16 @@ class Retriever:
         *,
         embedder: Embedder | None = None,
         embedder_kind: str | None = None,
+        evidence_units: bool = True,
     ) -> None:
         self.warehouse = Warehouse(data_dir)
+        self.evidence_units = evidence_units  # vector/hybrid: evidence is each hit's best unit (retrieval.units)
+        self._unit_vectors: UnitVectors | None = None
         self._names = list(datasets) if datasets else None
         self._embedder = embedder
         self._embedder_kind = embedder_kind
         self._open: dict[str, _Open] = {}
+        self._propositions: Any = None  # retrieval.propositions.PropositionSearch, made on first use
         self.refresh()
 
     @property
@@ -196,8 +202,49 @@ class Retriever:
                 key = (name, row)
                 ranks.setdefault(key, {})[kind] = rank
                 scored[key] = scored.get(key, 0.0) + 1.0 / (RRF_K + rank) if mode is SearchMode.HYBRID else score
-        best = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))[:k]
+        ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
+        if qvec is not None and self.evidence_units:
+            return self._unit_hits(ordered[: k * UNIT_POOL], qvec, query, scored, ranks, k)
+        best = ordered[:k]
         return [self._hit(name, row, scored[(name, row)], query, ranks[(name, row)]) for name, row in best]
+
+    def _unit_hits(self, pool: list[tuple[str, int]], qvec: np.ndarray, query: str,
+                   scored: dict[tuple[str, int], float], ranks: dict[tuple[str, int], dict[str, int]],
+                   k: int) -> list[Hit]:
+        """Re-rank ``pool`` by chunk rank and best evidence unit; each hit's evidence is its best unit."""
+        if self._unit_vectors is None:
+            embedder = self.embedder
+            self._unit_vectors = UnitVectors(lambda texts: embedder.embed(texts).vectors)
+        hits = [self._hit(name, row, scored[(name, row)], query, ranks[(name, row)]) for name, row in pool]
+        texts = [self._open[name].index.canonical_text(int(self._open[name].index.row(row)["doc_row"]))
+                 for name, row in pool]
+        have = [i for i, t in enumerate(texts) if t is not None]
+        found = best_units([(texts[i] or "", hits[i].spans, context_prefix(dict(hits[i].metadata))) for i in have],
+                           qvec, self._unit_vectors)
+        unit = dict(zip(have, found))
+        order = fuse(list(range(len(hits))), [unit[i][1] if i in unit else -1.0 for i in range(len(hits))])
+        out = []
+        for i in order[:k]:
+            hit = hits[i]
+            if i in unit and unit[i][0]:
+                spans, text = unit[i][0], texts[i] or ""
+                hit = dataclasses.replace(hit, evidence=spans, evidence_text=tuple(text[s:e] for s, e in spans))
+            out.append(hit)
+        return out
+
+    def search_propositions(
+        self, query: str, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID, filters: Filters | None = None
+    ) -> list[Any]:
+        """The ``k`` best propositions (seed 002) of the current corpus, each with its spans and parent chunk.
+
+        Returns :class:`~codex_pipeline.retrieval.propositions.PropositionHit`; ``filters.chunk_types`` applies
+        to the parent chunk.
+        """
+        from codex_pipeline.retrieval.propositions import PropositionSearch
+
+        if self._propositions is None:
+            self._propositions = PropositionSearch(self.warehouse)
+        return self._propositions.search(query, k, SearchMode(mode), filters or Filters(), lambda: self.embedder)
 
     def get(self, chunk_id: str, dataset: str | None = None) -> Hit | None:
         """The live chunk with this id (point lookup: a binary search per dataset), or None."""

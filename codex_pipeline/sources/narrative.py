@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
@@ -14,12 +15,9 @@ TEXT_SUFFIXES = {".txt", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
 
 
-def load_narrative_day(day_dir: Path) -> LoadResult:
-    """Read every ``.txt``/``.html`` file of one landing day; other files are rejected."""
-    result = LoadResult()
-    for path, rel, raw in text_files(
-        day_dir, TEXT_SUFFIXES | HTML_SUFFIXES, "narrative takes .txt and .html", result.rejects
-    ):
+def iter_narrative_day(day_dir: Path, rejects: list[Reject]) -> Iterator[SourceDocument]:
+    """Yield each ``.txt``/``.html`` file of one landing day as a document; other files are rejected."""
+    for path, rel, raw in text_files(day_dir, TEXT_SUFFIXES | HTML_SUFFIXES, "narrative takes .txt and .html", rejects):
         suffix = path.suffix.lower()
         title, text = None, raw
         xpaths: tuple[tuple[int, str], ...] = ()
@@ -28,16 +26,20 @@ def load_narrative_day(day_dir: Path) -> LoadResult:
             if xpaths and xpaths[0][1].endswith("/title[1]"):
                 title = text.split("\n", 1)[0]
         if not text.strip():
-            result.rejects.append(Reject(rel, "empty document: no text after extraction"))
+            rejects.append(Reject(rel, "empty document: no text after extraction"))
             continue
-        result.documents.append(
-            SourceDocument(
-                doc_id=make_doc_id(DATASET, rel),
-                record_id=rel,
-                text=text,
-                source_file=rel,
-                title=title or path.stem.replace("-", " "),
-                xpaths=xpaths,
-            )
+        yield SourceDocument(
+            doc_id=make_doc_id(DATASET, rel),
+            record_id=rel,
+            text=text,
+            source_file=rel,
+            title=title or path.stem.replace("-", " "),
+            xpaths=xpaths,
         )
+
+
+def load_narrative_day(day_dir: Path) -> LoadResult:
+    """The whole day at once (tests, tools); the raw step streams :func:`iter_narrative_day`."""
+    result = LoadResult()
+    result.documents.extend(iter_narrative_day(day_dir, result.rejects))
     return result

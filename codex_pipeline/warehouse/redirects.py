@@ -79,7 +79,7 @@ REDIRECT_SCHEMA = pa.schema(
     ]
 )
 
-_REV8 = re.compile(r"\|r=([0-9a-f]{8})\|s=")
+_REV8 = re.compile(r"\|r=([0-9a-f]{8}|[0-9a-f]{12})\|s=")
 _CHAR_SPAN = re.compile(r'"char_span":\[(\d+),(\d+)\]')
 
 

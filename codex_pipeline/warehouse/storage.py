@@ -110,6 +110,16 @@ class Warehouse:
         write_parquet_atomic(table, path)
         return path
 
+    def writer(
+        self, dataset: str, name: str, day: dt.date, schema: pa.Schema, stamp: dict[str, str] | None = None
+    ) -> PartitionWriter:
+        """A partition written in row groups (bounded memory), published atomically at the end."""
+        if stamp:
+            meta = dict(schema.metadata or {})
+            meta.update({f"codex.{k}".encode(): v.encode() for k, v in stamp.items()})
+            schema = schema.with_metadata(meta)
+        return PartitionWriter(self.partition_path(dataset, name, day), schema)
+
     def remove(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.partition_path(dataset, name, day, part).unlink()
@@ -131,6 +141,17 @@ class Warehouse:
                 f"no {dataset}/{name} partition for {day}: {path} is missing (materialize it first)"
             )
         return pq.read_table(path)
+
+    def read_groups(self, dataset: str, name: str, day: dt.date) -> Iterator[pa.Table]:
+        """A partition one row group at a time: what a step streams instead of reading the day whole."""
+        path = self.partition_path(dataset, name, day)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"no {dataset}/{name} partition for {day}: {path} is missing (materialize it first)"
+            )
+        with pq.ParquetFile(path) as pf:
+            for i in range(pf.num_row_groups):
+                yield pf.read_row_group(i)
 
     def partitions(self, dataset: str, name: str) -> dict[dt.date, Path]:
         """Existing whole-day partition files of a table, by day."""
@@ -165,6 +186,64 @@ def write_parquet_atomic(table: pa.Table, path: Path, use_dictionary: bool = Tru
     """
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd", use_dictionary=use_dictionary, write_page_checksum=True)
+
+
+class PartitionWriter:
+    """Streams row groups into a temp file beside the target; :meth:`publish` renames it.
+
+    Used as a context manager: leaving the block without publishing (an error, or a
+    caller that decided not to publish) removes the temp file. ``publish(to=...)``
+    may name another target in the same data directory (a quarantined table).
+    """
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.path = path
+        self.schema = schema
+        self.rows = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+            self.tmp, schema, compression="zstd", write_page_checksum=True
+        )
+        self._closed = False
+
+    def write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            raise ValueError(f"{self.path}: already published or discarded")
+        if table.num_rows:
+            self._writer.write_table(table.replace_schema_metadata(self.schema.metadata).cast(self.schema))
+            self.rows += table.num_rows
+
+    def close(self) -> None:
+        """Finish the file (footer written) so it can be read back before it is published."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            self._closed = True
+
+    def publish(self, to: Path | None = None) -> Path:
+        """Close the file and rename it over ``to`` (default: the target); returns the path written."""
+        if self._writer is None and not self._closed:
+            raise ValueError(f"{self.path}: already published or discarded")
+        self.close()
+        self._closed = False
+        target = to or self.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.tmp, _FILE_MODE)
+        os.replace(self.tmp, target)
+        return target
+
+    def discard(self) -> None:
+        self.close()
+        self._closed = False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+    def __enter__(self) -> PartitionWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()
 
 
 TEMP_SUFFIX = ".tmp"

@@ -85,29 +85,31 @@ def test_golden_record_tree() -> None:
         (0, item4, "item.4", "agenda_item", None,
          "Item 4: Sidewalk repair program\nSummary: Council approved the 2027 sidewalk repair list.\nAction: Approved 3-0",
          {"page": None, "char_span": [141, 250]}, 29),
+        # Ana's two turns are not adjacent (Ben speaks in between): no collage, three turns
         (1, "urn:aprs:chunk:6fbc1990fc3d43ad", "item.4.turn.1", "speaker_turn", item4,
-         "Ana Ruiz (Chair): Item four, the sidewalk list.\nAna Ruiz (Chair): Thank you, Ben.",
-         {"page": None, "char_span": [263, 638], "spans": [[263, 310], [605, 638]],
-          "start": "00:10:00.000", "end": "00:10:42.000"}, 22),
+         "Ana Ruiz (Chair): Item four, the sidewalk list.",
+         {"page": None, "char_span": [263, 310], "start": "00:10:00.000", "end": "00:10:03.000"}, 12),
         (2, "urn:aprs:chunk:5f66d1e7d254da60", "item.4.turn.2", "speaker_turn", item4, ben,
          {"page": None, "char_span": [311, 604], "start": "00:10:04.000", "end": "00:10:40.000"}, 76),
-        (3, "urn:aprs:chunk:df23e92ea12b0b58", "item.4.condition.1", "condition", item4,
+        (3, "urn:aprs:chunk:e552049b0c4b02de", "item.4.turn.3", "speaker_turn", item4, "Ana Ruiz (Chair): Thank you, Ben.",
+         {"page": None, "char_span": [605, 638], "start": "00:10:41.000", "end": "00:10:42.000"}, 10),
+        (4, "urn:aprs:chunk:df23e92ea12b0b58", "item.4.condition.1", "condition", item4,
          "Condition 1: Repairs on Elm Street are completed before June 1.", {"page": None, "char_span": [651, 714]}, 16),
-        (4, "urn:aprs:chunk:c98cb8cc485aee9b", "item.4.condition.2", "condition", item4,
+        (5, "urn:aprs:chunk:c98cb8cc485aee9b", "item.4.condition.2", "condition", item4,
          "Blocker 2 [budget-pending]: The 2027 budget is not yet adopted.", {"page": None, "char_span": [715, 778]}, 19),
-        (5, "urn:aprs:chunk:22a1c8e0a8f7515c", "item.4.contingency.budget", "contingency", item4,
+        (6, "urn:aprs:chunk:22a1c8e0a8f7515c", "item.4.contingency.budget", "contingency", item4,
          "Contingency budget: Council adopts the 2027 budget. Depends on: nothing (start node).",
          {"page": None, "char_span": [794, 879]}, 21),
-        (6, "urn:aprs:chunk:43dfe51745ee7627", "item.4.contingency.contract", "contingency", item4,
+        (7, "urn:aprs:chunk:43dfe51745ee7627", "item.4.contingency.contract", "contingency", item4,
          "Contingency contract [open]: Council awards the repair contract. Depends on: budget.",
          {"page": None, "char_span": [880, 964]}, 18),
-        (7, item_b2, "item.B2", "agenda_item", None, "Item B2: Adjournment\nSummary: The meeting adjourned at 7:45 p.m.",
+        (8, item_b2, "item.B2", "agenda_item", None, "Item B2: Adjournment\nSummary: The meeting adjourned at 7:45 p.m.",
          {"page": None, "char_span": [966, 1030]}, 23),
     ]
     metadata = [json.loads(m) if m else None for m in table.column("metadata").to_pylist()]
-    assert metadata[1] == {"speaker": "Ana Ruiz", "turns": [1, 3], "merged": True}
-    assert metadata[4] == {"kind": "blocker", "tag": "budget-pending"}
-    assert metadata[6] == {"node": "contract", "depends_on": ["budget"]}
+    assert metadata[1] == {"speaker": "Ana Ruiz", "turns": [1]}
+    assert metadata[5] == {"kind": "blocker", "tag": "budget-pending"}
+    assert metadata[7] == {"node": "contract", "depends_on": ["budget"]}
     assert validate_chunks(table, {doc.doc_id: doc.text}).passed
 
 
@@ -125,6 +127,8 @@ def test_golden_transcript_tree() -> None:
         ("item.1.turn.2", "speaker_turn", "item.1"),
         ("item.1.turn.3", "speaker_turn", "item.1"),
         ("item.1.turn.4", "speaker_turn", "item.1"),
+        ("item.1.turn.5", "speaker_turn", "item.1"),
+        ("item.1.turn.6", "speaker_turn", "item.1"),
     ]
     summary = got[3]
     assert summary[3] == (
@@ -143,12 +147,13 @@ def test_golden_transcript_tree() -> None:
     }
     assert got[0][3].startswith('Opening of the meeting (inferred: the turns before the chair\'s first agenda '
                                 'announcement), beginning: "I call this meeting of the Testville Town Council to order."')
-    # the chair's two turns merge (first is under 50 tokens, a later one exists); Lee's long turn stays alone,
-    # Lee's short second turn has no later Lee turn, so it stays on its own under 50 tokens
-    assert got[4][3] == "The next item on the agenda is the library roof replacement.\nThank you."
-    assert got[4][5] == {"start": "00:00:07.000", "end": "00:01:00.000"}
-    assert got[6][3] == "How long will the library be closed?\nThanks."
+    # no two adjacent turns share a speaker here, so nothing merges: the chair's "Thank you." stays its own
+    # turn instead of being glued to the announcement across Lee's and Ruiz's turns
+    assert got[4][3] == "The next item on the agenda is the library roof replacement."
+    assert got[4][5] == {"start": "00:00:07.000", "end": "00:00:11.000"}
+    assert got[6][3] == "How long will the library be closed?"
     assert got[7][3] == "Two weeks in March." and len(got[7][4]) == 1
+    assert got[8][3] == "Thank you."
     for d in drafts[1:3] + drafts[4:]:
         assert "\n".join(doc.text[s:e] for s, e in d.spans) == d.text
     table = rows([doc])
@@ -161,22 +166,32 @@ def test_golden_transcript_tree() -> None:
 @pytest.mark.parametrize(
     "speakers, sizes, expected",
     [
-        # short turn, next turn of the speaker two turns later: merged across the other speaker
-        ("ABA", [10, 80, 10], [[0, 2], [1]]),
-        # a chain: keeps merging while the group is under 50
+        # only adjacent turns merge: another speaker in between keeps A's turns apart (no collage)
+        ("ABA", [10, 80, 10], [[0], [1], [2]]),
+        # a stretch of one speaker's consecutive turns is one chunk
         ("AAAA", [10, 10, 10, 10], [[0, 1, 2, 3]]),
-        # stops as soon as the group reaches 50
-        ("AAAA", [30, 20, 10, 10], [[0, 1], [2, 3]]),
-        # no later turn of that speaker: stays on its own, under 50
-        ("AB", [10, 10], [[0], [1]]),
-        # a long turn is never extended by the next one
-        ("AA", [60, 5], [[0], [1]]),
-        # exactly 50 is not "under 50"
-        ("AA", [50, 5], [[0], [1]]),
+        ("AABBA", [10, 10, 10, 10, 10], [[0, 1], [2, 3], [4]]),
+        # up to the most merged size (here 100, separators counted): then a new group starts
+        ("AAAA", [40, 40, 40, 10], [[0, 1], [2, 3]]),
+        # a group under `below` (50) takes the next adjacent turn even past `most`
+        ("AA", [30, 90], [[0, 1]]),
+        # a single turn over `most` stays whole
+        ("AA", [120, 5], [[0], [1]]),
     ],
 )
 def test_merge_rule(speakers: str, sizes: list[int], expected: list[list[int]]) -> None:
-    assert merge_turns(list(speakers), sizes, sizes) == expected
+    assert merge_turns(list(speakers), sizes, sizes, below=50, most=100) == expected
+
+
+def test_merged_turns_are_one_contiguous_stretch_of_the_transcript() -> None:
+    (doc,) = [d for d in load(FIX) if d.source_file.endswith(".txt")]
+    turns = [b for b in doc.blocks if b.kind == "turn"]
+    for d in chunk_civic(doc):
+        if d.chunk_type.value != "speaker_turn" or len(d.spans) < 2:
+            continue
+        idx = [next(i for i, b in enumerate(turns) if b.end == e) for _, e in d.spans]
+        assert idx == list(range(idx[0], idx[0] + len(idx)))  # consecutive turns, nobody in between
+        assert {turns[i].key for i in idx} == {d.metadata["speaker"]}
 
 
 def test_merge_never_crosses_the_cap() -> None:
@@ -405,8 +420,7 @@ def test_limits_are_the_limits_given() -> None:
         "item.4", "item.4.turn.1", "item.4.turn.2", "item.4.turn.3", "item.4.condition.1", "item.4.condition.2",
         "item.4.contingency.budget", "item.4.contingency.contract", "item.B2",
     ]  # nothing is under 0 tokens: no turn is merged
-    (merged,) = [d for d in chunk_civic(record, CivicLimits(merge_separator=" / ")) if d.metadata.get("merged")]
-    assert merged.text == "Ana Ruiz (Chair): Item four, the sidewalk list. / Ana Ruiz (Chair): Thank you, Ben."
+    assert not [d for d in chunk_civic(record, CivicLimits(merge_separator=" / ")) if d.metadata.get("merged")]
     item1 = next(d for d in chunk_civic(transcript, CivicLimits(announcement_chars=20, summary_speakers=1))
                  if d.section_id == "item.1")
     assert item1.text.startswith('Agenda item 1 (inferred: the chair, Mayor Quinn, announced it): "The next item on…" '

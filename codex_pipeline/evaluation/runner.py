@@ -1,0 +1,140 @@
+"""Land a corpus, map its documents back to their files, run gold questions through ``Retriever``.
+
+The materialization between :func:`land_corpus` and :func:`evaluate` is the caller's
+(the CLI runs it through Dagster), so this module stays free of Dagster.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.evaluation.gold import Question, read_source
+from codex_pipeline.evaluation.metrics import Score, Summary, merge, score, summarize
+from codex_pipeline.evaluation.source_map import SourceMap, build_source_map
+from codex_pipeline.retrieval import Hit, Retriever, SearchMode
+from codex_pipeline.warehouse.storage import Warehouse
+
+SPAN_KINDS = ("evidence", "chunk")
+"""Which span of a hit is scored: the hit's evidence (what it cites as the answer) or its whole chunk."""
+
+
+@dataclass(frozen=True)
+class CorpusPart:
+    """One dataset of an evaluation and the corpus folder its landing day is copied from."""
+
+    dataset: str
+    subdir: str = ""  # relative to the corpus folder; "" is the folder itself
+
+    @classmethod
+    def parse(cls, value: str) -> CorpusPart:
+        """``DATASET`` or ``DATASET=SUBDIR`` (a pooled corpus: one folder per dataset)."""
+        name, _, sub = value.partition("=")
+        get_dataset(name.strip())  # fails with the known names
+        return cls(name.strip(), Path(sub.strip()).as_posix() if sub.strip() else "")
+
+
+def land_corpus(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: dt.date) -> dict[str, int]:
+    """Copy each part's files (relative paths kept, hidden files skipped) into its landing day folder."""
+    copied: dict[str, int] = {}
+    for part in parts:
+        src = corpus / part.subdir if part.subdir else corpus
+        if not src.is_dir():
+            raise FileNotFoundError(f"{src} is not a folder: --dataset {part.dataset}={part.subdir} names a sub-folder "
+                                    "of --corpus")
+        dest = wh.landing_dir(part.dataset, day)
+        dest.mkdir(parents=True, exist_ok=True)
+        n = 0
+        for f in sorted(src.rglob("*")):
+            rel = f.relative_to(src)
+            if f.is_dir() or any(p.startswith(".") for p in rel.parts):
+                continue
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dest / rel)
+            n += 1
+        copied[part.dataset] = n
+    return copied
+
+
+def source_maps(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: dt.date) -> dict[str, SourceMap]:
+    """A :class:`SourceMap` per document, from the same reader the pipeline ran on the landed files."""
+    files: dict[str, str] = {}
+    out: dict[str, SourceMap] = {}
+    for part in parts:
+        src = corpus / part.subdir if part.subdir else corpus
+        for f in src.rglob("*"):
+            if f.is_file():
+                files[f.relative_to(corpus).as_posix()] = read_source(f)
+        for doc in get_dataset(part.dataset).load_day(wh.landing_dir(part.dataset, day)).documents:
+            out[doc.doc_id] = build_source_map(doc, files, part.subdir)
+    return out
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    question: Question
+    score: Score
+    hits: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    summary: Summary
+    results: list[QuestionResult]
+    k: int
+    mode: str
+    spans: str
+    unmapped_chars: int  # retrieved canonical characters with no place in a source file
+
+    def as_dict(self, details: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"k": self.k, "mode": self.mode, "spans": self.spans, **self.summary.as_dict(),
+                               "unmapped_retrieved_chars": self.unmapped_chars}
+        if details:
+            out["questions"] = [
+                {"line": r.question.line, "question": r.question.question, "recall": round(100 * r.score.recall, 1),
+                 "precision": round(100 * r.score.precision, 1), "iou": round(100 * r.score.iou, 1),
+                 "hit": r.score.hit, "hits": r.hits}
+                for r in self.results
+            ]
+        return out
+
+
+def hit_spans(hit: Hit, kind: str) -> tuple[tuple[int, int], ...]:
+    return tuple(hit.evidence or hit.spans) if kind == "evidence" else tuple(hit.spans)
+
+
+def evaluate(
+    retriever: Retriever,
+    questions: Sequence[Question],
+    maps: dict[str, SourceMap],
+    k: int = 5,
+    mode: SearchMode | str = SearchMode.HYBRID,
+    spans: str = "evidence",
+) -> Evaluation:
+    """Score the top-``k`` hits of every question."""
+    if spans not in SPAN_KINDS:
+        raise ValueError(f"spans must be one of {', '.join(SPAN_KINDS)}")
+    results: list[QuestionResult] = []
+    unmapped = 0
+    for q in questions:
+        retrieved: dict[str, list[tuple[int, int]]] = {}
+        shown = []
+        for hit in retriever.search(q.question, k=k, mode=mode):
+            canon = merge(hit_spans(hit, spans))
+            smap = maps.get(hit.doc_id)
+            mapped = smap.map(canon) if smap else {}
+            unmapped += sum(e - s for s, e in canon) - sum(e - s for r in mapped.values() for s, e in r)
+            for f, ranges in mapped.items():
+                retrieved.setdefault(f, []).extend(ranges)
+            shown.append({"chunk_id": hit.chunk_id, "section_id": hit.section_id, "doc_id": hit.doc_id,
+                          "spans": [list(s) for s in canon], "files": {f: [list(r) for r in v] for f, v in mapped.items()}})
+        reference: dict[str, list[tuple[int, int]]] = {}
+        for ref in q.references:
+            reference.setdefault(ref.source, []).append((ref.start, ref.end))
+        results.append(QuestionResult(q, score(retrieved, reference), shown))
+    return Evaluation(summarize([r.score for r in results]), results, k, SearchMode(mode).value, spans, unmapped)

@@ -1,0 +1,59 @@
+"""Vectors for a partition's propositions, with the embeddings' reuse rules.
+
+:func:`~codex_pipeline.embeddings.embed_partition` does the work: a vector is reused
+whenever the exact text, the model and its version are unchanged (this partition's
+previous table, then the dataset's other partitions, then a checkpoint of a failed
+run), so a rerun or a re-extraction that yields the same statements costs nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from codex_pipeline.embeddings import (
+    EmbedCounts,
+    Embedder,
+    EmbeddingCheckpoint,
+    VectorLookup,
+    embed_partition,
+    input_hashes,
+)
+from codex_pipeline.propositions.table import EMBEDDINGS_TABLE, TABLE
+from codex_pipeline.warehouse.storage import Warehouse
+
+
+@dataclass
+class PartitionVectors:
+    rows: int
+    counts: EmbedCounts
+    path: str
+
+
+def embed_propositions_day(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder) -> PartitionVectors:
+    """Write ``<dataset>/proposition_embeddings/<day>.parquet`` for the day's contract-checked propositions."""
+    try:
+        props = wh.read(dataset, TABLE, day)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(
+            f"{dataset} {day}: no contract-checked propositions to embed (materialize [{dataset}, propositions]; "
+            f"a partition that failed its contract is in warehouse/{dataset}/propositions_quarantine/)"
+        ) from exc
+    keyed = pa.table({"chunk_id": props.column("proposition_id"), "text": props.column("text")})
+    existing = wh.partitions(dataset, EMBEDDINGS_TABLE)
+    previous = wh.read(dataset, EMBEDDINGS_TABLE, day) if day in existing else None
+    lookup = VectorLookup.from_files(
+        [p for d, p in sorted(existing.items()) if d != day],
+        model=embedder.model, version=embedder.version, hashes=input_hashes(keyed, "text"),
+    )
+    checkpoint = EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / EMBEDDINGS_TABLE / day.isoformat())
+    out = embed_partition(keyed, embedder, previous=previous, lookup=lookup, checkpoint=checkpoint, text_column="text")
+    t = out.table.rename_columns(["proposition_id", *out.table.column_names[1:]])
+    t = t.append_column(pa.field("doc_id", pa.string(), nullable=False), props.column("doc_id"))
+    t = t.append_column(pa.field("parent_chunk_id", pa.string(), nullable=False), props.column("parent_chunk_id"))
+    t = t.append_column(pa.field("partition_date", pa.date32(), nullable=False), pa.array([day] * t.num_rows, pa.date32()))
+    path = wh.write(t, dataset, EMBEDDINGS_TABLE, day, stamp={"embedding_model": embedder.model, "embedding_version": embedder.version})
+    checkpoint.clear()
+    return PartitionVectors(t.num_rows, out.counts, str(path))

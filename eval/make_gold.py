@@ -1,0 +1,62 @@
+"""Turn hand-written questions with quoted evidence into a gold file of exact offsets.
+
+Input (``*.questions.jsonl``), written by reading the text::
+
+    {"question": "…", "source": "<path under the corpus>",
+     "refs": ["an exact passage", ["first words of a passage", "its last words"], …]}
+
+A string is one passage; a pair is the stretch from the first phrase to the end of
+the second (for evidence spanning several transcript blocks). Phrases match the
+source file's text as read with any run of whitespace between words; the first
+match at or after the previous reference's start is used, so repeated phrases
+resolve in reading order. Prints one gold line per question, or stops at the first
+phrase that is not found, naming it.
+
+    python eval/make_gold.py ../shared/corpora eval/council.questions.jsonl > eval/council.gold.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from codex_pipeline.evaluation.gold import read_source
+
+
+# between two words: whitespace, or a transcript block boundary (a passage read across turns)
+GAP = r"(?:\s*\n-{3,}\n[^\n]*:\nStart:[^\n]*\nEnd:[^\n]*\nDuration:[^\n]*\nText:\s*|\s+)"
+
+
+def find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:
+    """The first match of ``phrase`` (whitespace-flexible) at or after ``start``, else anywhere."""
+    pattern = re.compile(GAP.join(re.escape(w) for w in phrase.split()))
+    m = pattern.search(text, start) or pattern.search(text)
+    return (m.start(), m.end()) if m else None
+
+
+def main(corpus: Path, questions: Path) -> int:
+    texts: dict[str, str] = {}
+    for n, line in enumerate(questions.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        q = json.loads(line)
+        src = q["source"]
+        text = texts.setdefault(src, read_source(corpus / src))
+        refs, at = [], 0
+        for ref in q["refs"]:
+            first, last = (ref, None) if isinstance(ref, str) else (ref[0], ref[-1] if len(ref) > 1 else None)
+            a = find(text, first, at)
+            b = find(text, last, a[0]) if a and last else a
+            if a is None or b is None or b[1] <= a[0]:
+                print(f"{questions}:{n}: passage not found in {src}: {ref!r}", file=sys.stderr)
+                return 1
+            refs.append({"source": src, "start": a[0], "end": b[1]})
+            at = a[0]
+        print(json.dumps({"question": q["question"], "references": refs}, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
