@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
 import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
+from codex_pipeline.cli.app import main
 from codex_pipeline.warehouse.storage import (
     Warehouse,
     connect_catalog,
@@ -102,3 +106,33 @@ def test_the_temp_sweep_removes_only_stale_temp_files(warehouse: Warehouse) -> N
     os.utime(kept, (old, old))
     assert sweep_temp_files(warehouse.root) == [stale]
     assert fresh.exists() and kept.exists() and not stale.exists()
+
+
+KILLED_WRITER = """
+import datetime as dt, os, signal, sys
+import pyarrow as pa
+from codex_pipeline.core.contract import RAW_SCHEMA
+from codex_pipeline.warehouse.storage import Warehouse
+out = Warehouse(sys.argv[1]).writer("narrative", "raw", dt.date.fromisoformat(sys.argv[2]), RAW_SCHEMA)
+out.write(RAW_SCHEMA.empty_table())
+print(out.tmp, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # dies mid-write: no publish, no cleanup
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_nothing_the_next_run_keeps(
+    warehouse: Warehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    land(warehouse, "narrative", DAY, FIXTURES / "narrative")
+    killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(warehouse.root), DAY], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL
+    leftover = Path(killed.stdout.strip())
+    assert leftover.exists() and not warehouse.partition_path("narrative", "raw", dt.date.fromisoformat(DAY)).exists()
+    old = time.time() - 2 * 3600  # as it would be by the next day's run
+    os.utime(leftover, (old, old))
+
+    assert main(["--data-dir", str(warehouse.root), "materialize", DAY]) == 0
+    assert not leftover.exists()
+    assert "removed 1 temp file(s)" in capsys.readouterr().out
+    assert warehouse.read("narrative", "raw", dt.date.fromisoformat(DAY)).num_rows == 2
+    assert warehouse.read("narrative", "chunks", dt.date.fromisoformat(DAY)).num_rows > 0
