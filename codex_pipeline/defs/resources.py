@@ -20,17 +20,19 @@ class CodexWarehouse(dg.ConfigurableResource):
 
 
 class CodexDuckDB(dg.ConfigurableResource):
-    """A DuckDB connection to the catalog, read-only unless a writer asks otherwise.
+    """A read-only DuckDB connection to the catalog (for checks and users' own assets).
 
-    dagster-duckdb's resource always opens read-write, which would block every other
-    process; readers (checks, analysts' sessions) use this with ``read_only=True``.
+    dagster-duckdb's resource always opens read-write. Codex's catalog holds only
+    views and is rebuilt and renamed whenever a view changes, so there is nothing to
+    write there: a read-only connection never blocks a run, and anything written into
+    the catalog would be lost at the next rebuild. Keep your own tables in your own
+    DuckDB file and ``ATTACH`` the catalog read-only.
     """
 
     data_dir: str | None = None
-    read_only: bool = True
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        return connect_catalog(Warehouse(self.data_dir or None), read_only=self.read_only)
+        return connect_catalog(Warehouse(self.data_dir or None), read_only=True)
 
 
 class EmbeddingSettings(dg.ConfigurableResource):
