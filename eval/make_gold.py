@@ -24,7 +24,6 @@ from pathlib import Path
 
 from codex_pipeline.evaluation.gold import read_source
 
-
 # between two words: whitespace, or a transcript block boundary (a passage read across turns)
 GAP = r"(?:\s*\n-{3,}\n[^\n]*:\nStart:[^\n]*\nEnd:[^\n]*\nDuration:[^\n]*\nText:\s*|\s+)"
 

@@ -50,7 +50,7 @@ from codex_pipeline.retrieval.index import CURRENT_FILE
 from codex_pipeline.retrieval.lexical import analyze_query
 from codex_pipeline.retrieval.searcher import SearchIndex
 from codex_pipeline.retrieval.types import Context, Filters, Hit, SearchMode, Span
-from codex_pipeline.retrieval.units import UNIT_POOL, UnitVectors, best_units, context_prefix, fuse
+from codex_pipeline.retrieval.units import UnitVectors, best_units, bridges, context_prefix
 from codex_pipeline.warehouse.storage import Warehouse
 
 SEARCH_INDEX_DIR = "search_index"
@@ -204,14 +204,14 @@ class Retriever:
                 scored[key] = scored.get(key, 0.0) + 1.0 / (RRF_K + rank) if mode is SearchMode.HYBRID else score
         ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
         if qvec is not None and self.evidence_units:
-            return self._unit_hits(ordered[: k * UNIT_POOL], qvec, query, scored, ranks, k)
+            return self._unit_hits(ordered[:k], qvec, query, scored, ranks, k)  # order kept: units pick evidence
         best = ordered[:k]
         return [self._hit(name, row, scored[(name, row)], query, ranks[(name, row)]) for name, row in best]
 
     def _unit_hits(self, pool: list[tuple[str, int]], qvec: np.ndarray, query: str,
                    scored: dict[tuple[str, int], float], ranks: dict[tuple[str, int], dict[str, int]],
                    k: int) -> list[Hit]:
-        """Re-rank ``pool`` by chunk rank and best evidence unit; each hit's evidence is its best unit."""
+        """The hits of ``pool`` in their ranked order, each citing its best evidence unit (retrieval.units)."""
         if self._unit_vectors is None:
             embedder = self.embedder
             self._unit_vectors = UnitVectors(lambda texts: embedder.embed(texts).vectors)
@@ -219,12 +219,11 @@ class Retriever:
         texts = [self._open[name].index.canonical_text(int(self._open[name].index.row(row)["doc_row"]))
                  for name, row in pool]
         have = [i for i, t in enumerate(texts) if t is not None]
-        found = best_units([(texts[i] or "", hits[i].spans, context_prefix(dict(hits[i].metadata))) for i in have],
-                           qvec, self._unit_vectors)
+        found = best_units([(texts[i] or "", hits[i].spans, context_prefix(dict(hits[i].metadata)),
+                             bridges(dict(hits[i].metadata))) for i in have], qvec, self._unit_vectors)
         unit = dict(zip(have, found))
-        order = fuse(list(range(len(hits))), [unit[i][1] if i in unit else -1.0 for i in range(len(hits))])
         out = []
-        for i in order[:k]:
+        for i in range(min(k, len(hits))):
             hit = hits[i]
             if i in unit and unit[i][0]:
                 spans, text = unit[i][0], texts[i] or ""

@@ -3,12 +3,11 @@
 A chunk is cut into *units* — consecutive sentences of its spans packed up to
 :data:`UNIT_TOKENS` cl100k tokens (a sentence is never cut; a chunk within the
 budget is one unit) — each a tuple of exact spans of the canonical text. At query
-time the best candidates of the chunk ranking are re-ranked with their units: each
-unit is embedded with the query embedder (with its context prefix, see
-:func:`context_prefix`), scored by cosine with the query, and a candidate's final
-score fuses its chunk rank and its best unit's rank by reciprocal rank. The hit's
-``evidence`` is that unit's spans; ``spans``, the parent and the context stay the
-chunk's.
+time each of the top-k hits' units is embedded with the query embedder (with its
+context prefix, see :func:`context_prefix`) and scored by cosine with the query; the
+hit's ``evidence`` is its best unit's spans; ``spans``, the parent and the context stay
+the chunk's. The ranking itself is the chunk ranking, unchanged (:func:`fuse`, a
+re-ranking by unit score, moved exact permit-number matches down and is not used).
 
 Why at query time: units of every chunk would need vectors stored beside the chunk
 vectors (an embeddings-table change); here only the candidates' units are embedded,
@@ -40,8 +39,14 @@ CACHE_SIZE = 50_000
 Unit = tuple[Span, ...]
 
 
-def split_units(text: str, spans: Sequence[Span], budget: int = UNIT_TOKENS) -> list[Unit]:
-    """Consecutive sentences of ``spans`` packed into units of at most ``budget`` tokens."""
+def split_units(text: str, spans: Sequence[Span], budget: int = UNIT_TOKENS, bridge: bool = False) -> list[Unit]:
+    """Consecutive sentences of ``spans`` packed into units of at most ``budget`` tokens.
+
+    ``bridge``: the spans are consecutive stretches whose gaps hold only markup (a
+    merged run of one speaker's adjacent transcript turns: the gap is that speaker's
+    next ``Name:/Start:/End:/Duration:/Text:`` header), so a unit cites the one
+    stretch of the file from its first to its last sentence.
+    """
     pieces: list[Span] = []
     for s, e in spans:
         pieces += [(s + a, s + b) for a, b in sentence_bounds(text[s:e])] or [(s, e)]
@@ -49,7 +54,7 @@ def split_units(text: str, spans: Sequence[Span], budget: int = UNIT_TOKENS) -> 
         return []
     sizes = count_tokens_batch([text[s:e] for s, e in pieces])
     if sum(sizes) <= budget:
-        return [tuple(spans)]
+        return [_join(list(spans), text, bridge)]
     units: list[list[Span]] = []
     used = budget + 1
     for piece, n in zip(pieces, sizes):
@@ -58,18 +63,24 @@ def split_units(text: str, spans: Sequence[Span], budget: int = UNIT_TOKENS) -> 
             used = 0
         units[-1].append(piece)
         used += n
-    return [_join(u, text) for u in units]
+    return [_join(u, text, bridge) for u in units]
 
 
-def _join(pieces: list[Span], text: str) -> Unit:
-    """Adjacent pieces separated by whitespace only become one span."""
+def _join(pieces: list[Span], text: str, bridge: bool = False) -> Unit:
+    """Adjacent pieces separated by whitespace only (any gap when ``bridge``) become one span."""
     out: list[Span] = [pieces[0]]
     for s, e in pieces[1:]:
-        if not text[out[-1][1] : s].strip():
+        if bridge or not text[out[-1][1] : s].strip():
             out[-1] = (out[-1][0], e)
         else:
             out.append((s, e))
     return tuple(out)
+
+
+def bridges(metadata: dict[str, Any]) -> bool:
+    """Whether a chunk's spans are adjacent transcript turns of one speaker (see :func:`split_units`)."""
+    turns = metadata.get("turns")
+    return bool(metadata.get("merged") and isinstance(turns, list) and turns == list(range(turns[0], turns[0] + len(turns))))
 
 
 def context_prefix(metadata: str | dict[str, Any] | None) -> str:
@@ -108,14 +119,14 @@ class UnitVectors:
 
 
 def best_units(
-    candidates: Sequence[tuple[str, Sequence[Span], str]],
+    candidates: Sequence[tuple[str, Sequence[Span], str, bool]],
     query_vector: np.ndarray,
     vectors: UnitVectors,
 ) -> list[tuple[Unit, float]]:
-    """For each candidate ``(canonical text, spans, context prefix)``: its best unit and that unit's cosine."""
-    units = [split_units(text, spans) for text, spans, _ in candidates]
+    """For each candidate ``(canonical text, spans, context prefix, bridge)``: its best unit and that unit's cosine."""
+    units = [split_units(text, spans, bridge=bridge) for text, spans, _, bridge in candidates]
     texts = [prefix + " ".join(text[s:e] for s, e in u)
-             for (text, _, prefix), us in zip(candidates, units) for u in us]
+             for (text, _, prefix, _), us in zip(candidates, units) for u in us]
     vecs = vectors.vectors(texts)
     q = query_vector / (np.linalg.norm(query_vector) or 1.0)
     sims = vecs @ q / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12) if len(texts) else np.zeros(0)

@@ -104,10 +104,15 @@ def test_spans_evidence_and_context_reproduce_the_canonical_text(
 
 
 def test_evidence_narrows_a_verbatim_chunk_to_the_matching_sentence(retriever: Retriever) -> None:
-    hit = retriever.search("in-running nip points of the deboning line", k=1)[0]
+    # BM25 alone (no query vector, so no evidence units): the matching sentence
+    hit = retriever.search("in-running nip points of the deboning line", k=1, mode="bm25")[0]
     (start, end), = hit.evidence
     assert "nip points" in hit.evidence_text[0]
     assert (end - start) < sum(e - s for s, e in hit.spans)
+    # hybrid: the hit's best evidence unit (a chunk within the unit budget is one unit), inside the chunk
+    hit = retriever.search("in-running nip points of the deboning line", k=1)[0]
+    assert "nip points" in " ".join(hit.evidence_text)
+    assert all(any(s <= a and b <= e for s, e in hit.spans) for a, b in hit.evidence)
 
 
 def test_context_stays_inside_the_family(retriever: Retriever, sample_tables: dict[str, Tables]) -> None:
