@@ -29,7 +29,7 @@ from codex_pipeline.sources.ais import load_ais_day
 from codex_pipeline.sources.civic import load_civic_day
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.events import load_events_day
-from codex_pipeline.sources.markdown import load_docs_day
+from codex_pipeline.sources.markdown import iter_docs_day, load_docs_day
 from codex_pipeline.sources.narrative import iter_narrative_day, load_narrative_day
 from codex_pipeline.sources.osha import load_osha_day
 from codex_pipeline.sources.permits import load_permits_day
@@ -180,6 +180,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         description="Markdown documentation (.md/.mdx, front matter as metadata): split on H1–H3 with the header "
         "path kept, small sections fused, large ones split with overlap (256/512/32 tokens).",
         load_day=load_docs_day,
+        iter_day=iter_docs_day,
         chunker=chunk_markdown,
         limits=MarkdownLimits(min_size=256, max_size=512, overlap=32, unit="tokens"),
         encodes_documents=True,

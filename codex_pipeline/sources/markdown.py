@@ -17,7 +17,7 @@ import datetime as dt
 import json
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -234,13 +234,18 @@ def markdown_document(rel: str, text: str) -> SourceDocument | Reject:
     )
 
 
-def load_docs_day(day_dir: Path) -> LoadResult:
-    """Read every Markdown file of a landing day (subfolders included); others are rejected."""
-    result = LoadResult()
-    for _, rel, text in text_files(day_dir, SUFFIXES, "docs takes .md and .mdx files", result.rejects):
+def iter_docs_day(day_dir: Path, rejects: list[Reject]) -> Iterator[SourceDocument]:
+    """Yield every Markdown file of a landing day (subfolders included) as a document; others are rejected."""
+    for _, rel, text in text_files(day_dir, SUFFIXES, "docs takes .md and .mdx files", rejects):
         doc = markdown_document(rel, text)
         if isinstance(doc, Reject):
-            result.rejects.append(doc)
+            rejects.append(doc)
         else:
-            result.documents.append(doc)
+            yield doc
+
+
+def load_docs_day(day_dir: Path) -> LoadResult:
+    """The whole day at once (tests, tools); the raw step streams :func:`iter_docs_day`."""
+    result = LoadResult()
+    result.documents.extend(iter_docs_day(day_dir, result.rejects))
     return result
