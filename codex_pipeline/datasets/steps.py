@@ -66,8 +66,8 @@ class Ingest:
     def documents(self) -> int:
         return len(self.record_ids)
 
-    def tables(self, documents: Iterable[SourceDocument], max_chars: int = RAW_BATCH_CHARS) -> Iterator[pa.Table]:
-        for batch in _batches(documents, max_chars):
+    def tables(self, documents: Iterable[SourceDocument], max_chars: int | None = None) -> Iterator[pa.Table]:
+        for batch in _batches(documents, RAW_BATCH_CHARS if max_chars is None else max_chars):
             yield self._table(batch)
 
     def _table(self, documents: list[SourceDocument]) -> pa.Table:
