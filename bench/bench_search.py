@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +59,27 @@ CHILDREN = 4
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _memory() -> dict[str, float]:
+    """This process's RSS now (MB): anonymous, file-backed, and the index files mapped (Linux /proc)."""
+    out: dict[str, float] = {}
+    try:
+        for line in open("/proc/self/status"):
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                out[key] = int(value.split()[0]) / 1024
+        mapped = None
+        for line in open("/proc/self/smaps"):
+            parts = line.split()
+            if "-" in parts[0] and len(parts[0]) > 10:
+                mapped = parts[5] if len(parts) > 5 and "/search_index/" in parts[5] else None
+            elif parts[0] == "Rss:" and mapped:
+                name = "index:" + Path(mapped).name
+                out[name] = out.get(name, 0.0) + int(parts[1]) / 1024
+    except OSError:
+        pass
+    return out
 
 
 def _sha(texts: list[str]) -> list[str]:
@@ -199,13 +221,17 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     return out
 
 
-def phase_search(args: argparse.Namespace) -> dict[str, float]:
+def phase_search(args: argparse.Namespace) -> dict[str, Any]:
     t_start = time.perf_counter()
     from codex_pipeline.retrieval import Retriever
 
     retriever = Retriever(args.data_dir, [DATASET])
+    stages = {"import + open": _memory()}
+    retriever.embedder.embed(["permit scope"])
+    stages["model loaded"] = _memory()
     retriever.search("permit scope", k=10)
     cold = time.perf_counter() - t_start
+    stages["first query"] = _memory()
     index = retriever.index(DATASET)
     rng = np.random.default_rng(7)
     rows = rng.integers(0, len(index), args.queries)
@@ -218,7 +244,7 @@ def phase_search(args: argparse.Namespace) -> dict[str, float]:
         else:  # a few words of a chunk
             start = int(rng.integers(0, max(1, len(words) - 6)))
             queries.append(" ".join(words[start:start + 5]))
-    out: dict[str, float] = {"cold_start_s": cold}
+    out: dict[str, Any] = {"cold_start_s": cold}
     for mode in ("vector", "bm25", "hybrid"):
         times = []
         for q in queries:
@@ -227,6 +253,7 @@ def phase_search(args: argparse.Namespace) -> dict[str, float]:
             times.append((time.perf_counter() - t0) * 1000)
         out[f"{mode}_p50_ms"] = statistics.median(times)
         out[f"{mode}_p95_ms"] = float(np.percentile(times, 95))
+        stages[f"after {len(queries)} {mode}"] = _memory()
     ids = [index.rows.column("chunk_id")[int(r)].as_py() for r in rng.integers(0, len(index), 200)]
     times = []
     for cid in ids:
@@ -236,11 +263,13 @@ def phase_search(args: argparse.Namespace) -> dict[str, float]:
         assert hit is not None and hit.chunk_id == cid
     out["lookup_p50_ms"] = statistics.median(times)
     out["lookup_p95_ms"] = float(np.percentile(times, 95))
+    stages[f"after {len(ids)} lookups"] = _memory()
     out["search_peak_rss_mb"] = _peak_mb()
+    out["stages"] = stages
     return out
 
 
-def _run(phase: str, args: argparse.Namespace) -> dict[str, float]:
+def _run(phase: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--phase", phase, "--data-dir", str(args.data_dir),
            "--partitions", str(args.partitions), "--chunks", str(args.chunks), "--queries", str(args.queries),
            "--relanded", str(args.relanded), "--seed", str(args.seed)]
@@ -280,7 +309,11 @@ def main() -> None:
     for mode in ("vector", "bm25", "hybrid"):
         print(f"  {mode:<6} p50 {search[f'{mode}_p50_ms']:.1f} ms  p95 {search[f'{mode}_p95_ms']:.1f} ms")
     print(f"  point lookup p50 {search['lookup_p50_ms']:.2f} ms  p95 {search['lookup_p95_ms']:.2f} ms")
-    print(f"search process peak RSS: {search['search_peak_rss_mb']:.0f} MB")
+    print(f"search process peak RSS: {search['search_peak_rss_mb']:.0f} MB; RSS by stage (MB):")
+    for stage, mem in search.get("stages", {}).items():
+        files = ", ".join(f"{k[6:]} {v:.0f}" for k, v in sorted(mem.items()) if k.startswith("index:"))
+        print(f"  {stage:<22} total {mem.get('VmRSS', 0):.0f}  anon {mem.get('RssAnon', 0):.0f}  "
+              f"file {mem.get('RssFile', 0):.0f}" + (f"  (mapped index files: {files})" if files else ""))
     print(f"search p50 ms (hybrid, {args.partitions} partitions): {search['hybrid_p50_ms']:.1f}")
 
 

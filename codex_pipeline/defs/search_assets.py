@@ -7,7 +7,10 @@ index up to date. Each materialization rebuilds the dataset's index from its
 retraction or a backfilled older day all change it), reusing the previous
 version's analyzed terms and vector graph for every chunk whose text is unchanged;
 a run whose inputs are unchanged since the live version writes nothing. A backfill
-of many days is one run and one rebuild (``BackfillPolicy.single_run``).
+of many days is one run and one rebuild (``BackfillPolicy.single_run``). The version
+sensor ends each re-ingest, re-chunk or re-embed run with this asset (``defs/sensors.py``);
+its concurrent runs coalesce, as builds of a dataset are serialized and a build that
+finds its inputs already indexed writes nothing.
 """
 
 import dagster as dg

@@ -12,6 +12,7 @@ from codex_pipeline.propositions import configured_extractor_kind, extractor_ide
 from codex_pipeline.propositions.staleness import stale_proposition_partitions
 
 MAX_RUNS_PER_TICK = 5
+SEARCH_INDEX = "search_index"  # the [dataset, search_index] asset (defs/search_assets.py)
 
 
 def build_version_sensor(
@@ -28,8 +29,14 @@ def build_version_sensor(
     asked for again, and run keys make Dagster drop any duplicate.
     """
     chunked = [s for s in specs if s.chunked]
-    targets = [dg.AssetKey([s.name, t]) for s in chunked for t in ("raw", "chunks", "embeddings")]
-    steps = {"raw": ("raw", "chunks", "embeddings"), "chunks": ("chunks", "embeddings"), "embeddings": ("embeddings",)}
+    # every re-chunk or re-embed ends with [ds, search_index], so the index never lags what the sensor rewrote;
+    # concurrent runs coalesce: builds of a dataset are serialized and one that finds its inputs indexed writes nothing
+    targets = [dg.AssetKey([s.name, t]) for s in chunked for t in ("raw", "chunks", "embeddings", SEARCH_INDEX)]
+    steps = {
+        "raw": ("raw", "chunks", "embeddings", SEARCH_INDEX),
+        "chunks": ("chunks", "embeddings", SEARCH_INDEX),
+        "embeddings": ("embeddings", SEARCH_INDEX),
+    }
     # seed 002: propositions follow their chunks' version, the extractor's and the embedding model's
     with_props = [s.name for s in chunked if s.propositions]
     targets += [dg.AssetKey([n, t]) for n in with_props for t in ("propositions", "proposition_embeddings")]

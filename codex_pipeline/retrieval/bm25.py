@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,11 +61,19 @@ class TermTable:
         terms = list(previous.terms) if previous else []
         vocab = {t: i for i, t in enumerate(terms)}
         lengths = np.zeros(rows, np.int64)
-        new_ids: dict[int, np.ndarray] = {}
+        new_parts: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, their ids back to back), a few thousand rows each
+        part_rows: list[int] = []
+        part_ids: list[np.ndarray] = []
         for i, toks in fresh:
             ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), np.int32, len(toks))
-            new_ids[i] = ids
+            part_rows.append(i)
+            part_ids.append(ids)
             lengths[i] = len(ids)
+            if len(part_rows) == 4096:
+                new_parts.append((np.array(part_rows, np.int64), np.concatenate(part_ids)))
+                part_rows, part_ids = [], []
+        if part_rows:
+            new_parts.append((np.array(part_rows, np.int64), np.concatenate(part_ids)))
         reused = np.zeros(rows, bool)
         if previous is not None and reuse_rows is not None:
             reused = reuse_rows >= 0
@@ -80,8 +88,9 @@ class TermTable:
             shift = np.repeat(src_start - dst_start, lens)
             dst = np.repeat(dst_start, lens) + (np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens))
             flat[dst] = previous.term_ids[dst + shift]
-        for i, ids in new_ids.items():
-            flat[offsets[i]:offsets[i + 1]] = ids
+        for part, ids in new_parts:
+            lens = lengths[part]
+            flat[np.repeat(offsets[part], lens) + (np.arange(len(ids)) - np.repeat(np.cumsum(lens) - lens, lens))] = ids
         terms.extend(list(vocab)[len(terms):])
         return cls(flat, offsets, terms)
 
@@ -89,22 +98,54 @@ class TermTable:
         return len(self.offsets) - 1
 
 
+SCORE_BATCH_ROWS = 16_384
+"""Rows turned into (term, row, tf) triples at a time while the score matrix is filled."""
+
+
 def score_matrix(table: TermTable, k1: float = K1, b: float = B) -> sp.csc_matrix:
-    """The (chunks × terms) BM25 score matrix, CSC: a column per term."""
-    n, vocab = len(table), len(table.terms)
+    """The (chunks x terms) BM25 score matrix, CSC: a column per term.
+
+    Filled in two passes over row batches straight into the final ``indices`` /
+    ``data`` arrays (8 bytes per distinct (chunk, term)): the first counts each
+    term's documents, the second scatters each batch's scores to its terms' next
+    free slots. Rows are visited in order, so each column's rows come out sorted.
+    (Through scipy's COO -> CSR -> CSC conversions the build peaked at several
+    times that: int64 coordinates, float64 temporaries and a copy per format.)
+    """
+    n, vocab = len(table), max(len(table.terms), 1)
     lengths = np.diff(table.offsets)
-    rows = np.repeat(np.arange(n, dtype=np.int32), lengths)
-    tf = sp.csr_matrix(
-        (np.ones(len(table.term_ids), np.float32), (rows, table.term_ids)), shape=(n, max(vocab, 1)), dtype=np.float32
-    )
-    tf.sum_duplicates()
-    df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64)
+    df = np.zeros(vocab, np.int64)
+    for _, terms, _ in _batch_pairs(table):
+        df += np.bincount(terms, minlength=vocab)
+    indptr = np.zeros(vocab + 1, np.int64)
+    np.cumsum(df, out=indptr[1:])
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
     avg = float(lengths.mean()) if n else 1.0
-    row_of = np.repeat(np.arange(n), np.diff(tf.indptr))
-    norm = k1 * ((1 - b) + b * lengths[row_of] / (avg or 1.0))
-    tf.data = (idf[tf.indices] * tf.data / (tf.data + norm)).astype(np.float32)
-    return tf.tocsc()
+    indices = np.empty(int(indptr[-1]), np.int32)
+    data = np.empty(int(indptr[-1]), np.float32)
+    cursor = indptr[:-1].copy()
+    for rows, terms, tf in _batch_pairs(table):
+        order = np.argsort(terms, kind="stable")  # by term, rows ascending within a term
+        rows, terms, tf = rows[order], terms[order], tf[order]
+        starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+        rank = np.arange(len(terms)) - np.repeat(starts, np.diff(np.r_[starts, len(terms)]))
+        slot = cursor[terms] + rank
+        norm = k1 * ((1 - b) + b * lengths[rows] / (avg or 1.0))
+        indices[slot] = rows
+        data[slot] = idf[terms] * tf / (tf + norm)
+        np.add.at(cursor, terms[starts], np.diff(np.r_[starts, len(terms)]))
+    return sp.csc_matrix((data, indices, indptr), shape=(n, vocab))
+
+
+def _batch_pairs(table: TermTable) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per batch of rows: the distinct (row, term) pairs, ordered by row then term, and each pair's term frequency."""
+    n, vocab = len(table), max(len(table.terms), 1)
+    for r0 in range(0, n, SCORE_BATCH_ROWS):
+        r1 = min(n, r0 + SCORE_BATCH_ROWS)
+        s, e = int(table.offsets[r0]), int(table.offsets[r1])
+        local = np.repeat(np.arange(r1 - r0, dtype=np.int64), np.diff(table.offsets[r0:r1 + 1]))
+        codes, tf = np.unique(local * vocab + np.asarray(table.term_ids[s:e], np.int64), return_counts=True)
+        yield (codes // vocab + r0).astype(np.int32), (codes % vocab).astype(np.int64), tf.astype(np.float32)
 
 
 def save(folder: Path, table: TermTable, matrix: sp.csc_matrix) -> None:

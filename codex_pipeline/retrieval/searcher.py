@@ -1,14 +1,24 @@
 """One dataset's index version opened for queries: candidates by BM25 or by vector.
 
-Rows and documents are memory-mapped Arrow IPC, the HNSW graph a usearch *view*,
-and BM25 columns are read per query: opening costs little and a search process
-holds only what queries touch.
+**What a search process holds.** Only what every query scans: per chunk its key,
+document row, day, type code and whether it has a vector (about 20 bytes a chunk,
+15 MB at 730,000 chunks), the BM25 vocabulary and column pointers, and the HNSW
+graph as a usearch *view*. Everything wide — chunk text, anchors, metadata, the
+canonical texts — stays on disk: ``rows.arrow`` and ``docs.arrow`` are written in
+small record batches and a hit reads its batch with one ``pread`` (about 0.05 ms
+from the page cache), a few kept in an LRU. They used to be memory-mapped; a
+mapped page a query touches counts in the process's RSS (with the kernel's 64 KB
+fault-around), so after a few dozen queries most of both files were resident:
+at 120,000 chunks 166 MB of 172 MB after 60 BM25 queries, 1 GB of a search
+process's 2.7 GB at 730,000 (``bench/bench_search.py``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,16 +30,17 @@ from usearch.index import Index
 
 from codex_pipeline.retrieval.bm25 import Bm25
 from codex_pipeline.retrieval.index import (
+    BATCH_ROWS_KEY,
     BM25_DIR,
     DOCS_FILE,
     EXPANSION_SEARCH,
     FORMAT_VERSION,
     MANIFEST_FILE,
+    NUM_ROWS_KEY,
     ROWS_FILE,
     VECTORS_FILE,
     IndexManifest,
     _live_dir,
-    _open_arrow,
     analyzer_id,
     chunk_keys,
 )
@@ -37,9 +48,119 @@ from codex_pipeline.retrieval.types import Filters
 
 EXACT_VECTOR_LIMIT = 20_000
 """A filter leaving at most this many chunks is searched exactly (every vector scored), not through the graph."""
+CACHED_BATCHES = 64
+"""Record batches kept per file (rows: 64 x 256 rows, ~15 MB): a query's hits and their neighbours read once."""
+_EPOCH = dt.date(1970, 1, 1)
 
 RowCheck = Callable[[int], bool]
 
+
+class _Batches:
+    """An Arrow IPC file of fixed-size record batches, read with ``pread`` on demand (never mapped)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = pa.OSFile(str(path))
+        self._reader = pa.ipc.open_file(self._file)
+        self.schema = self._reader.schema
+        meta = self.schema.metadata or {}
+        self.batch_rows = int(meta[BATCH_ROWS_KEY])
+        self.num_rows = int(meta[NUM_ROWS_KEY])
+        self._cache: OrderedDict[int, pa.RecordBatch] = OrderedDict()
+
+    def batch_of(self, row: int) -> tuple[pa.RecordBatch, int]:
+        """The record batch holding ``row``, and the row's place in it."""
+        b, at = divmod(row, self.batch_rows)
+        batch = self._cache.get(b)
+        if batch is None:
+            batch = self._cache[b] = self._reader.get_batch(b)
+            if len(self._cache) > CACHED_BATCHES:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(b)
+        return batch, at
+
+    def value(self, name: str, row: int) -> Any:
+        batch, at = self.batch_of(row)
+        return batch.column(name)[at].as_py()
+
+    def read_columns(self, names: Sequence[str]) -> pa.Table:
+        """Whole columns, batch by batch, each column copied out of its batch.
+
+        The reader reads a batch's whole body and a column sliced from it keeps the
+        body alive; ``read_all`` would hold every column of the file (106 MB for the
+        3 MB of per-row arrays of 120,000 chunks).
+        """
+        fields = [self.schema.get_field_index(n) for n in names]
+        reader = pa.ipc.open_file(self._file, options=pa.ipc.IpcReadOptions(included_fields=fields))
+        parts: list[list[pa.Array]] = [[] for _ in names]
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            for j, name in enumerate(names):
+                parts[j].append(pa.concat_arrays([batch.column(name)]))  # a copy: the body is freed
+        schema = pa.schema([self.schema.field(n) for n in names])
+        return pa.Table.from_arrays([pa.chunked_array(p, schema.field(j).type) for j, p in enumerate(parts)], schema=schema)
+
+
+class _Column:
+    """One column of :class:`RowTable`: ``column[i].as_py()`` reads one value, ``to_pylist()`` the whole column."""
+
+    def __init__(self, table: RowTable, name: str) -> None:
+        self.table, self.name = table, name
+        self.type = table.schema.field(name).type
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __getitem__(self, row: int) -> pa.Scalar:
+        return pa.scalar(self.table.value(self.name, int(row)), self.type)
+
+    def to_pylist(self) -> list[Any]:
+        return self.table.read_columns([self.name]).column(0).to_pylist()
+
+
+class RowTable:
+    """The rows of an index version: scanned columns in memory, the rest read per row.
+
+    ``column(name)[i].as_py()``, ``row(i)`` and ``num_rows`` behave as on the Arrow
+    table they replace; ``doc_id`` and ``partition_date`` of a row come from memory.
+    """
+
+    MEMORY_COLUMNS = ("key", "doc_row", "partition_date", "has_vector", "chunk_type")
+
+    def __init__(self, path: Path, doc_ids: pa.Array) -> None:
+        self._batches = _Batches(path)
+        self.schema = self._batches.schema
+        self.column_names = self.schema.names
+        self.num_rows = self._batches.num_rows
+        held = self._batches.read_columns(self.MEMORY_COLUMNS)
+        self.keys = held.column("key").to_numpy()  # sorted by build
+        self.doc_row = held.column("doc_row").to_numpy().astype(np.int32, copy=False)
+        self.days = pc.cast(held.column("partition_date"), pa.int32()).to_numpy()
+        self.has_vector = held.column("has_vector").to_numpy(zero_copy_only=False)
+        types = held.column("chunk_type").combine_chunks().dictionary_encode()
+        self.type_codes = types.indices.to_numpy(zero_copy_only=False)
+        self.type_names = types.dictionary.to_pylist()
+        self._doc_ids = doc_ids
+
+    def column(self, name: str) -> _Column:
+        if name not in self.column_names:
+            raise KeyError(name)
+        return _Column(self, name)
+
+    def value(self, name: str, row: int) -> Any:
+        if name == "partition_date":
+            return _EPOCH + dt.timedelta(days=int(self.days[row]))
+        if name == "doc_id" and self.doc_row[row] >= 0:
+            return self._doc_ids[int(self.doc_row[row])].as_py()
+        return self._batches.value(name, row)
+
+    def row(self, i: int) -> dict[str, Any]:
+        batch, at = self._batches.batch_of(i)
+        return {name: batch.column(name)[at].as_py() for name in self.column_names}
+
+    def read_columns(self, names: Iterable[str]) -> pa.Table:
+        return self._batches.read_columns(list(names))
 
 class IndexOutdated(RuntimeError):
     """The live index was written by another index format or analyzer."""
@@ -63,15 +184,15 @@ class SearchIndex:
                 f"Codex reads format {FORMAT_VERSION} and analyzes queries with {analyzer_id()} (is PyStemmer installed "
                 f"on one side only?): rematerialize [{self.manifest.dataset}, search_index] (`codex search` rebuilds it)"
             )
-        self.rows = _open_arrow(folder / ROWS_FILE)
-        self.docs = _open_arrow(folder / DOCS_FILE)
-        self.keys = self.rows.column("key").to_numpy()  # sorted; zero-copy when one record batch
+        self.docs = _Batches(folder / DOCS_FILE)
+        self.rows = RowTable(folder / ROWS_FILE, self.docs.read_columns(["doc_id"]).column(0).combine_chunks())
+        self.keys = self.rows.keys
         self.bm25 = Bm25(folder / BM25_DIR) if (folder / BM25_DIR).exists() else None
         vec = folder / VECTORS_FILE
         self.graph = Index.restore(str(vec), view=True) if vec.exists() else None
         if self.graph is not None:
             self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # not saved with the file
-        self._has_vector = self.rows.column("has_vector").to_numpy(zero_copy_only=False)
+        self._has_vector = self.rows.has_vector
 
     @classmethod
     def open_live(cls, root: Path) -> SearchIndex | None:
@@ -91,7 +212,7 @@ class SearchIndex:
         """Row of ``chunk_id`` (binary search on its key), or None."""
         key = chunk_keys(pa.array([chunk_id]))[0]
         i = int(np.searchsorted(self.keys, key))
-        if i < len(self.keys) and self.keys[i] == key and self.rows.column("chunk_id")[i].as_py() == chunk_id:
+        if i < len(self.keys) and self.keys[i] == key and self.rows.value("chunk_id", i) == chunk_id:
             return i
         return None
 
@@ -100,28 +221,27 @@ class SearchIndex:
         return self.bm25 is not None and term in self.bm25.vocab
 
     def row(self, i: int) -> dict[str, Any]:
-        return {name: self.rows.column(name)[i].as_py() for name in self.rows.column_names}
+        return self.rows.row(i)
 
     def canonical_text(self, doc_row: int) -> str | None:
-        return self.docs.column("canonical_text")[doc_row].as_py() if doc_row >= 0 else None
+        return self.docs.value("canonical_text", doc_row) if doc_row >= 0 else None
 
     # -- filters ----------------------------------------------------------------------
 
     def mask(self, filters: Filters) -> np.ndarray | None:
         """Rows allowed by the vectorizable filters (types, dates); None when all are."""
-        conds = []
+        rows = self.rows
+        out: np.ndarray | None = None
         if filters.chunk_types:
-            conds.append(pc.is_in(self.rows.column("chunk_type"), value_set=pa.array(sorted(filters.chunk_types))))
+            wanted = [i for i, name in enumerate(rows.type_names) if name in filters.chunk_types]
+            out = np.isin(rows.type_codes, wanted)
         if filters.date_from:
-            conds.append(pc.greater_equal(self.rows.column("partition_date"), pa.scalar(filters.date_from, pa.date32())))
+            after = rows.days >= (filters.date_from - _EPOCH).days
+            out = after if out is None else out & after
         if filters.date_to:
-            conds.append(pc.less_equal(self.rows.column("partition_date"), pa.scalar(filters.date_to, pa.date32())))
-        if not conds:
-            return None
-        out = conds[0]
-        for c in conds[1:]:
-            out = pc.and_(out, c)
-        return np.asarray(out.to_numpy(zero_copy_only=False), bool)
+            before = rows.days <= (filters.date_to - _EPOCH).days
+            out = before if out is None else out & before
+        return out
 
     # -- candidates -------------------------------------------------------------------
 

@@ -11,7 +11,11 @@ import pytest
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.defs.sensors import build_version_sensor
+from codex_pipeline.retrieval import Retriever, read_manifest
+from codex_pipeline.retrieval.corpus import source_fingerprint
+from codex_pipeline.retrieval.retriever import index_root
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
@@ -26,10 +30,26 @@ def built(warehouse: Warehouse) -> Warehouse:
     return warehouse
 
 
+def assets_of(spec) -> list[dg.AssetsDefinition]:
+    return [*build_dataset_assets(spec), build_search_index_asset(spec)]
+
+
+def run_requested(wh: Warehouse, run: dg.RunRequest, spec) -> dg.ExecuteInProcessResult:
+    """Execute a sensor's run request through Dagster: its partition, its asset selection, its tags."""
+    return dg.materialize(
+        assets_of(spec),
+        selection=run.asset_selection,
+        partition_key=run.partition_key,
+        tags=run.tags,
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings()},
+        raise_on_error=False,
+    )
+
+
 def tick(sensor: dg.SensorDefinition, wh: Warehouse, cursor: str | None = None, spec=None):
     spec = spec or get_dataset("narrative")
     resources = {"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings()}
-    definitions = dg.Definitions(assets=build_dataset_assets(spec), sensors=[sensor], resources=resources)
+    definitions = dg.Definitions(assets=assets_of(spec), sensors=[sensor], resources=resources)
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=definitions, resources=resources)
         return sensor.evaluate_tick(context)
@@ -48,7 +68,7 @@ def test_chunking_version_bump_rechunks_each_partition_once(built: Warehouse) ->
     assert run.partition_key == "2026-11-24"
     assert run.run_key == f"narrative:2026-11-24:chunking_version={bumped.chunking_version}"
     assert run.tags["codex/reason"] == f"chunking_version {get_dataset('narrative').chunking_version} -> {bumped.chunking_version}"
-    assert set(run.asset_selection) == {dg.AssetKey(["narrative", "chunks"]), dg.AssetKey(["narrative", "embeddings"])}
+    assert set(run.asset_selection) == {dg.AssetKey(["narrative", t]) for t in ("chunks", "embeddings", "search_index")}
     second = tick(sensor, built, first.cursor, spec=bumped)  # bounded per tick: the next day now
     assert [r.partition_key for r in second.run_requests] == ["2026-11-25"]
     third = tick(sensor, built, second.cursor, spec=bumped)  # both in flight: nothing is asked twice
@@ -63,7 +83,7 @@ def test_old_embedding_version_reembeds_only(built: Warehouse) -> None:
     result = tick(build_version_sensor([get_dataset("narrative")]), wh)
     (run,) = result.run_requests
     assert run.partition_key == "2026-11-24"
-    assert run.asset_selection == [dg.AssetKey(["narrative", "embeddings"])]
+    assert run.asset_selection == [dg.AssetKey(["narrative", "embeddings"]), dg.AssetKey(["narrative", "search_index"])]
     assert run.tags["codex/reason"].startswith("embedding all-MiniLM-L6-v2 older -> all-MiniLM-L6-v2 ")
 
 
@@ -71,3 +91,47 @@ def test_partitions_never_embedded_are_left_to_schedules_and_backfills(built: Wa
     built.remove("narrative", "embeddings", dt.date(2026, 11, 25))  # e.g. a backfill's embeddings step still queued
     result = tick(build_version_sensor([get_dataset("narrative")]), built)
     assert not result.run_requests
+
+
+def _index_is_current(wh: Warehouse) -> bool:
+    """The live index was built from exactly today's chunks, raw and embeddings files (read-only check)."""
+    live = read_manifest(index_root(wh, "narrative"))
+    return live is not None and all(live.source.get(k) == v for k, v in source_fingerprint(wh, "narrative").items())
+
+
+def test_sensor_reingest_leaves_the_search_index_current(built: Warehouse) -> None:
+    wh, spec = built, get_dataset("narrative")
+    assert run_requested(wh, dg.RunRequest(partition_key=DAYS[-1], asset_selection=[dg.AssetKey(["narrative", "search_index"])]),
+                         spec).success
+    before = read_manifest(index_root(wh, "narrative"))
+    assert before is not None
+    # the reader changed (source_version bump) and the newest day's file now says something new
+    notice = wh.landing_dir("narrative", dt.date.fromisoformat(DAYS[-1])) / "council-recess-statement.txt"
+    notice.write_text(notice.read_text() + "\n\nThe zyxwombat ordinance takes effect in spring.\n")
+    bumped = dataclasses.replace(spec, source_version=spec.source_version + ".1")
+    result = tick(build_version_sensor([bumped]), wh, spec=bumped)
+    assert [r.partition_key for r in result.run_requests] == DAYS
+    for run in result.run_requests:
+        assert dg.AssetKey(["narrative", "search_index"]) in run.asset_selection
+        outcome = run_requested(wh, run, bumped)
+        assert outcome.success
+        assert outcome.asset_materializations_for_node("narrative__search_index")
+    after = read_manifest(index_root(wh, "narrative"))
+    assert after is not None and after.version != before.version
+    assert _index_is_current(wh)
+    hits = Retriever(wh.root, ["narrative"]).search("zyxwombat ordinance", k=3, mode="bm25")
+    assert hits and "zyxwombat" in hits[0].text and hits[0].partition_date == dt.date.fromisoformat(DAYS[-1])
+
+
+def test_sensor_reembed_leaves_the_search_index_current(built: Warehouse) -> None:
+    wh, spec = built, get_dataset("narrative")
+    assert run_requested(wh, dg.RunRequest(partition_key=DAYS[-1], asset_selection=[dg.AssetKey(["narrative", "search_index"])]),
+                         spec).success
+    last = dt.date.fromisoformat(DAYS[-1])
+    old = wh.read("narrative", "embeddings", last)
+    wh.write(old, "narrative", "embeddings", last, stamp={"embedding_model": "all-MiniLM-L6-v2", "embedding_version": "older"})
+    assert not _index_is_current(wh)  # the old-version embeddings file: the index is behind it
+    (run,) = tick(build_version_sensor([spec]), wh).run_requests
+    assert run.asset_selection == [dg.AssetKey(["narrative", "embeddings"]), dg.AssetKey(["narrative", "search_index"])]
+    assert run_requested(wh, run, spec).success
+    assert _index_is_current(wh)
