@@ -91,6 +91,11 @@ class Atom(NamedTuple):
     start: int
     end: int
     kind: str  # "text" | "code" (contains a code block) | "table"
+    lead: int = -1  # where the content after the atom's leading heading line(s) starts; -1: no leading heading
+
+    @property
+    def headed(self) -> bool:
+        return self.lead > self.start
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,7 @@ def paragraph_cuts(text: str, start: int, end: int, blocks: list[tuple[int, int]
 
 
 _NON_SPACE = re.compile(r"\S")
+_SENTENCE_START = re.compile(r"(?<=[.!?])[ \t]+(?=[^\s])")  # where an overlap may begin mid-line
 
 
 def _first_content_line(text: str, pos: int) -> int:
@@ -235,7 +241,8 @@ class _Chunker:
         if front:
             base_meta["front_matter"] = front
         drafts: list[ChunkDraft] = []
-        for unit in self._fuse(st.sections, ac):
+        bare = _bare_sections(text, st)
+        for unit in self._fuse(st.sections, ac, bare):
             drafts.extend(self._draft_unit(doc, st, ac, unit, base_meta))
         return drafts
 
@@ -243,7 +250,7 @@ class _Chunker:
     def _fits(self, chars: int, tokens: int) -> bool:
         return self.budget.fits(chars, tokens)
 
-    def _fuse(self, sections: list[Section], ac: TokenizedText) -> list[list[Section]]:
+    def _fuse(self, sections: list[Section], ac: TokenizedText, bare: frozenset[int] = frozenset()) -> list[list[Section]]:
         b = self.budget
         by_tokens = b.unit == "tokens"
         lo, hi, cap = b.min_size, b.max_size, b.cap
@@ -272,7 +279,8 @@ class _Chunker:
             g_size = g_tok if by_tokens else g1 - g0
             if out:
                 prev = out[-1]
-                if p_small and len(g) == 1 and not (g_size <= hi and g_tok <= cap):
+                orphan = prev[-1].start in bare  # prev ends on a heading whose first block is in g: never apart
+                if orphan or p_small and len(g) == 1 and not (g_size <= hi and g_tok <= cap):
                     out[-1] = prev + g
                     m_tok = count(prev[0].start, g1)
                     p_small = (m_tok if by_tokens else g1 - prev[0].start) < lo
@@ -350,6 +358,8 @@ class _Chunker:
                 continue
             s = a if carry is None else carry
             carry = None
+            lead = heading_ends[a] if a in heading_ends else a
+            lead = _skip_space(text, lead, b) if lead > s else -1
             kind = "text"
             # fences are sorted and disjoint: only the last one starting before b can reach past a
             k = bisect.bisect_left(f_starts, b)
@@ -358,11 +368,11 @@ class _Chunker:
                 kind = "table" if not in_fence else "code"
             elif in_fence:
                 kind = "code"
-            atoms.append(Atom(s, b, kind))
+            atoms.append(Atom(s, b, kind, lead))
         if carry is not None:
             if atoms:
                 last = atoms.pop()
-                atoms.append(Atom(last.start, end, last.kind))
+                atoms.append(Atom(last.start, end, last.kind, last.lead))
             else:
                 atoms.append(Atom(carry, end, "text"))
         return atoms
@@ -392,6 +402,8 @@ class _Chunker:
                 emit(cur[0], cur[1], ac.count(cur[0], cur[1]))
                 ov = self._overlap(text, cur, forbidden)
                 cur = None
+            if atom.headed:
+                ov = None  # a piece that opens with a heading starts at the heading, never on the previous section's tail
             if b.fits(atom.end - atom.start, a_tok):
                 s = atom.start
                 if ov is not None and b.fits(atom.end - ov, ac.count(ov, atom.end)):
@@ -405,6 +417,11 @@ class _Chunker:
             elif atom.kind == "table":
                 out.extend(self._split_table(text, st, atom))
                 ov = None
+            elif atom.headed:
+                prev = self._split_headed(text, atom, out, forbidden)
+                ov = self._overlap(text, prev, forbidden)
+                if ov is not None and ov >= atom.end:
+                    ov = None
             elif atom.kind == "code":
                 for p in split_range(text, atom.start, atom.end, b):
                     emit(p.start, p.end, p.tokens)
@@ -430,6 +447,39 @@ class _Chunker:
             emit(cur[0], cur[1], ac.count(cur[0], cur[1]))
         return out
 
+    def _split_headed(self, text: str, atom: Atom, out: list[tuple[tuple[tuple[int, int], ...], str, int]],
+                      forbidden: list[tuple[int, int]]) -> tuple[int, int]:
+        """Split a text atom that opens with heading line(s): the headings stay with their first block.
+
+        The content after the headings is split on its own and the headings are put in
+        front of its first piece (cut smaller by the headings' size, so the whole stays
+        within the budget); the other pieces overlap as usual. Without this the
+        headings came out as a chunk of their own and the next chunk started on an
+        overlap in the middle of a line. Returns the last piece's own range.
+        """
+        b = self.budget
+        limit = max(1, b.max_size - b.overlap)
+        head_tokens = count_tokens(text[atom.start : atom.lead])
+        first = split_range(text, atom.lead, atom.end, b, max(1, limit - head_tokens))[0]
+        n = count_tokens(text[atom.start : first.end])
+        if b.fits(first.end - atom.start, n, b.max_size + b.overlap):
+            out.append((((atom.start, first.end),), text[atom.start : first.end], n))
+        else:  # a heading line alone over the budget: it is a piece of its own, cut if over the cap
+            out.extend((((p.start, p.end),), text[p.start : p.end], p.tokens)
+                       for p in split_range(text, atom.start, first.end, b))
+        prev = (first.start, first.end)
+        rest = _skip_space(text, first.end, atom.end)
+        if rest >= atom.end:
+            return prev
+        for p in split_range(text, rest, atom.end, b, limit):
+            s = self._overlap(text, prev, forbidden) or p.start
+            m = p.tokens if s == p.start else count_tokens(text[s : p.end])
+            if not b.fits(p.end - s, m, b.max_size + b.overlap):
+                s, m = p.start, p.tokens
+            out.append((((s, p.end),), text[s : p.end], m))
+            prev = (p.start, p.end)
+        return prev
+
     def _overlap(self, text: str, piece: tuple[int, int], forbidden: list[tuple[int, int]]) -> int | None:
         s, e = piece
         end = e
@@ -438,6 +488,9 @@ class _Chunker:
         if any(a < end <= b or a <= s and end <= b for a, b in forbidden):  # ends in a fence/table
             return None
         p = overlap_start(text, s, end, self.budget, forbidden)
+        if s < p < end and text[p - 1] != "\n":  # mid-line: begin at the next sentence of the overlap instead
+            m = _SENTENCE_START.search(text, p, end)
+            p = m.end() if m else p
         return None if p >= end else p
 
     def _split_table(self, text: str, st: Structure, atom: Atom) -> list[tuple[tuple[tuple[int, int], ...], str, int]]:
@@ -450,7 +503,10 @@ class _Chunker:
             for p in split_range(text, s, e, b):
                 out.append((((p.start, p.end),), text[p.start : p.end], p.tokens))
 
-        if text[atom.start : ts].strip():  # text before the table in the same block
+        first_at = ts  # where the first piece starts: the heading line(s) in front of the table travel with it
+        if atom.headed and atom.lead >= ts:
+            first_at = atom.start
+        elif text[atom.start : ts].strip():  # text before the table in the same block
             verbatim(atom.start, ts)
         l2 = text.index("\n", text.index("\n", ts) + 1) + 1  # past the delimiter row
         header = text[ts:l2]
@@ -464,22 +520,28 @@ class _Chunker:
         counts = count_tokens_batch([text[a:c] for a, c in rows])
         h_tok = count_tokens(header)
         group: list[int] = []
+        opened = [False]  # whether a piece of the table's rows was emitted
 
         def flush() -> None:
             if not group:
                 return
             rs, r_end = rows[group[0]][0], rows[group[-1]][1]
-            if not out or out[-1][0][0][0] < ts:  # the first piece is a verbatim slice from the header
-                out.append((((ts, r_end),), text[ts:r_end], count_tokens(text[ts:r_end])))
+            if not opened[0]:  # the first piece is a verbatim slice from the header (or the headings before it)
+                opened[0] = True
+                out.append((((first_at, r_end),), text[first_at:r_end], count_tokens(text[first_at:r_end])))
             else:
                 composed = header + text[rs:r_end]
                 out.append((((ts, l2), (rs, r_end)), composed, count_tokens(composed)))
             group.clear()
 
-        size = [len(header), h_tok]
+        lead_tok = count_tokens(text[first_at:ts]) if first_at < ts else 0
+        size = [len(header) + ts - first_at, h_tok + lead_tok]
         for i, (a, c) in enumerate(rows):
             if h_tok + counts[i] > b.cap:  # one row over the cap even alone: cut the row itself
                 flush()
+                if not opened[0] and first_at < ts:
+                    verbatim(first_at, ts)  # the headings cannot travel with a row over the cap
+                opened[0] = True
                 size = [len(header), h_tok]
                 verbatim(a, c)
                 continue
@@ -493,6 +555,23 @@ class _Chunker:
         if text[te : atom.end].strip():  # text after the table in the same block
             verbatim(te, atom.end)
         return out
+
+
+def _bare_sections(text: str, st: Structure) -> frozenset[int]:
+    """Starts of the sections that hold nothing but their heading line.
+
+    Such a section always joins the group after it, whatever the sizes (a split of the
+    result keeps the heading with its first block, :meth:`_Chunker._split_headed`): a
+    chunk of heading lines alone answers nothing and orphans its content.
+    """
+    ends = {h.start: h.line_end for h in st.headers}
+    return frozenset(s.start for s in st.sections if s.start in ends and not text[ends[s.start] : s.end].strip())
+
+
+def _skip_space(text: str, pos: int, end: int) -> int:
+    """The first non-space position in ``[pos, end)``, else ``end``."""
+    m = _NON_SPACE.search(text, pos, end)
+    return m.start() if m else end
 
 
 def _overlaps(a: int, b: int, ranges: list[tuple[int, int]]) -> bool:

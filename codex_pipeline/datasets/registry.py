@@ -184,7 +184,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         chunker=chunk_markdown,
         limits=MarkdownLimits(min_size=256, max_size=512, overlap=32, unit="tokens"),
         encodes_documents=True,
-        chunker_revision="1.1",  # 1.1: sections from the reader's CommonMark blocks
+        chunker_revision="1.2",  # 1.2: a heading never leaves its first block (docs/datasets/docs.md)
         source_version="2",  # 2: CommonMark structure (markdown-it) in raw.blocks
         propositions=True,
     ),
@@ -196,7 +196,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         chunker=chunk_email_threads,
         limits=EmailLimits(max_emails_per_chunk=10, max_tokens=512, overlap_emails=2),
         chunker_revision="1.1",  # 1.1: threads without their root get their own id
-        source_version="3",  # 3: MIME decoded with email.policy.default
+        source_version="4",  # 4: Outlook blocks, attributions and repeated signatures referenced (sources.email.quoting)
     ),
     # -- end of DATASETS: add new entries above this line --
 )

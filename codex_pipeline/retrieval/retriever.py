@@ -220,7 +220,7 @@ class Retriever:
                  for name, row in pool]
         have = [i for i, t in enumerate(texts) if t is not None]
         found = best_units([(texts[i] or "", hits[i].spans, context_prefix(dict(hits[i].metadata)),
-                             bridges(dict(hits[i].metadata))) for i in have], qvec, self._unit_vectors)
+                             bridges(dict(hits[i].metadata))) for i in have], qvec, self._unit_vectors, query)
         unit = dict(zip(have, found))
         out = []
         for i in range(min(k, len(hits))):

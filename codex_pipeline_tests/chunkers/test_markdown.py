@@ -71,6 +71,25 @@ def check_drafts(d: SourceDocument, drafts: list[ChunkDraft], cap: int = MAX_CHU
             covered[s:e] = b"\x01" * (e - s)
     missing = [i for i in range(body_start, len(d.text)) if not covered[i] and not d.text[i].isspace()]
     assert not missing, repr(d.text[missing[0] : missing[0] + 60])
+    check_headings_keep_their_first_block(d, drafts)
+
+
+def check_headings_keep_their_first_block(d: SourceDocument, drafts: list[ChunkDraft]) -> None:
+    """No chunk ends on a heading line that has content after it (the heading left its first block)."""
+    text = d.text
+    heads = structure(d).headers
+    for i, h in enumerate(heads):
+        # its content: up to the next heading of its level or above, heading lines left out
+        stop = next((b.start for b in heads[i + 1 :] if b.level <= h.level), len(text))
+        inner = [b for b in heads[i:] if b.start < stop]
+        ends = [b.start for b in inner[1:]] + [stop]
+        if not "".join(text[a.line_end : e] for a, e in zip(inner, ends)).strip():
+            continue  # no block of its own to keep
+        for x in drafts:
+            end = x.spans[-1][1]
+            while end > 0 and text[end - 1].isspace():
+                end -= 1
+            assert not h.start < end <= h.line_end, f"{x.section_id} ends on the heading {h.title!r}"
 
 
 def check_sections_tile(d: SourceDocument) -> None:
@@ -91,13 +110,12 @@ def check_sections_tile(d: SourceDocument) -> None:
 
 def test_header_paths_setext_fences_and_front_matter() -> None:
     d = fixture("guide.md")
-    drafts = no_fusing(d)  # one chunk per section
+    drafts = no_fusing(d)  # one chunk per section, but a heading never stands alone
     got = [(x.section_id, x.metadata["headers"]) for x in drafts]
     assert got == [
         ("field-guide", ["Field guide"]),
         ("field-guide/setup", ["Field guide", "Setup"]),
-        ("field-guide/usage", ["Field guide", "Usage"]),
-        ("field-guide/usage/basic", ["Field guide", "Usage", "Basic"]),
+        ("field-guide/usage", ["Field guide", "Usage"]),  # "## Usage" has no text of its own: it takes "### Basic"
         ("field-guide/usage/basic~2", ["Field guide", "Usage", "Basic"]),
         ("field-guide/reference-table", ["Field guide", "Reference table"]),
         ("appendix", ["Appendix"]),
@@ -134,7 +152,8 @@ def test_atx_variants_and_title_cleaning() -> None:
     st_ = structure(doc(text))
     assert [(h.level, h.title) for h in st_.headers] == [(1, "One"), (2, "The Client class"), (3, "Link")]
     drafts = no_fusing(doc(text))
-    assert [x.section_id for x in drafts] == ["one", "one/the-client-class", "one/the-client-class/link"]
+    # "# One" holds only its heading line: it travels with the section after it
+    assert [x.section_id for x in drafts] == ["one", "one/the-client-class/link"]
     assert structure(doc("# **Bold** and _it_\n")).headers[0].title == "Bold and it"
 
 
@@ -221,6 +240,44 @@ def test_long_section_split_with_overlap() -> None:
     assert all(x.token_count <= 512 + 32 for x in drafts)
     assert all(x.metadata["parts"] == len(drafts) for x in drafts)
     check_drafts(d, drafts)
+
+
+def _changelog() -> str:
+    parts = ["# Changelog\n\n"]
+    for v in range(6, 0, -1):
+        parts.append(f"## Version 0.{v}.0 (March {v}, 2020)\n\n")
+        if v % 3 == 0:  # a release note of one long paragraph
+            parts.append(" ".join(para(v * 50 + i, 18)[:-1].capitalize() + "." for i in range(45)) + "\n\n")
+        parts.append("### Added\n\n" + "".join(f"* {para(v + i, 14)} (Pull #{v}{i:02})\n" for i in range(30)) + "\n")
+        parts.append("### Fixed\n\n" + "".join(f"* {para(v * 3 + i, 10)} (Pull #{v}9{i})\n" for i in range(4)) + "\n")
+    return "".join(parts)
+
+
+def test_a_heading_never_leaves_its_first_block() -> None:
+    text = _changelog()
+    d = doc(text, "CHANGELOG.md")
+    drafts = chunk_markdown(d)
+    check_drafts(d, drafts)  # includes: no chunk ends on a heading line
+    heads = structure(d).headers
+    for h in heads:  # the heading's line and the first line after it are in one chunk
+        nxt = h.line_end + len(text[h.line_end :]) - len(text[h.line_end :].lstrip())
+        assert any(x.spans[0][0] <= h.start and nxt < x.spans[-1][1] for x in drafts), h.title
+    assert not [x.section_id for x in drafts if all(line.startswith("#") for line in x.text.split("\n") if line.strip())]
+    # a split part starts at a line start or a sentence start, never on a word in the middle of a sentence
+    for x in drafts:
+        s = x.spans[0][0]
+        assert text[s - 1] == "\n" or text[s - 2] in ".!?", (x.section_id, text[s - 20 : s + 20])
+
+
+def test_headings_travel_with_a_table_that_is_split() -> None:
+    rows = "".join(f"| row {i} | {para(i, 30)} |\n" for i in range(60))
+    text = "# Reference\n\n## Settings\n\n| name | meaning |\n| --- | --- |\n" + rows
+    d = doc(text)
+    drafts = chunk_markdown(d)
+    check_drafts(d, drafts)
+    assert len(drafts) > 2
+    assert drafts[0].text.startswith("# Reference\n\n## Settings\n\n| name | meaning |\n| --- | --- |\n| row 0 |")
+    assert all(x.text.startswith("| name | meaning |") for x in drafts[1:])
 
 
 def test_tables_and_fences_are_not_cut_below_the_cap() -> None:

@@ -259,11 +259,12 @@ def test_threads_and_ids_do_not_depend_on_file_or_message_order(tmp_path: Path) 
 def test_quotes_of_earlier_messages_become_references() -> None:
     fork = by_subject(load_email_day(FIXTURES))["Fork test: choosing a queue"]
     text = fork.text
-    assert "[quoting Ada Lovelace, 2026-03-02, message 1: 2 lines]" in text
-    assert "[quoting Bob Stone, 2026-03-02, message 2: 2 lines]" in text  # nested quote split by author
-    assert "> We need a queue" not in text
+    # "Ada Lovelace wrote:" + 2 quoted lines: the attribution folds into the reference, which names her
+    assert "[quoting Ada Lovelace, 2026-03-02, message 1: 3 lines]" in text
+    assert "[quoting messages 2, 1: 6 lines]" in text  # nested quote split by author, one line
+    assert "> We need a queue" not in text and "wrote:" not in text
     quotes = fork.payload["messages"][2]["quotes"]
-    assert [(q["n"], q["lines"]) for q in quotes] == [(2, 2), (1, 2)]
+    assert [(q["n"], q["lines"]) for q in quotes] == [(2, 3), (1, 3)]
 
 
 def test_dedup_quotes_keeps_what_it_cannot_attribute() -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codex_pipeline.sources.email.mbox import EmailMessage
+from codex_pipeline.sources.email.quoting import MIN_REPEAT_CHARS, attribution_lines, paragraphs, quoted_lines
 
 UTC = dt.UTC
 MIN_QUOTE_CHARS = 20  # shorter quoted runs ("> +1") stay verbatim: too ambiguous to attribute
@@ -250,8 +251,11 @@ def _norm(s: str) -> str:
 
 
 def own_text(body: str) -> str:
-    """A message's own words (quoted lines left out), whitespace-normalized, for matching."""
-    return _norm(" ".join(_MARKERS.sub("", line) for line in body.split("\n") if not _QUOTE.match(line)))
+    """A message's own words (quoted lines and Outlook blocks left out), whitespace-normalized, for matching."""
+    lines = body.split("\n")
+    quoted, fold = quoted_lines(lines)
+    header = {k for body_at, start in fold.items() for k in range(start, body_at)}
+    return _norm(" ".join(_MARKERS.sub("", line) for k, line in enumerate(lines) if not quoted[k] and k not in header))
 
 
 @dataclass(frozen=True)
@@ -272,16 +276,17 @@ def dedup_quotes(body: str, candidates: list[tuple[ThreadMessage, str]]) -> tupl
     best first (ancestors, then the most recent). Unmatched quote lines are kept.
     """
     lines = body.split("\n")
+    quoted, fold = quoted_lines(lines)  # ">" lines and Outlook blocks (sources.email.quoting)
     out: list[str] = []
     refs: list[QuoteRef] = []
     i = 0
     while i < len(lines):
-        if not _QUOTE.match(lines[i]):
+        if not quoted[i]:
             out.append(lines[i])
             i += 1
             continue
         j = i
-        while j < len(lines) and _QUOTE.match(lines[j]):
+        while j < len(lines) and quoted[j]:
             j += 1
         norms = [_norm(_MARKERS.sub("", line)) for line in lines[i:j]]
         items: list[list[Any]] = []  # ["line", text, blank?] | ["ref", message, count]
@@ -311,8 +316,15 @@ def dedup_quotes(body: str, candidates: list[tuple[ThreadMessage, str]]) -> tupl
                 continue
             end, tm, acc, own = best
             count = end - k
+            head = i + k - fold.get(i + k, i + k)  # an Outlook header run inside this quote, just before the match
+            if not 0 < head <= k or not all(it[0] == "line" for it in items[len(items) - head :]):
+                tail = [_MARKERS.sub("", it[1]) for it in items[-2:] if it[0] == "line"]
+                head = attribution_lines(tail[-2:]) if len(tail) == len(items[-2:]) else 0  # "> On …, X wrote:"
+            if head:
+                del items[len(items) - head :]
+                count += head
             if i + end == j:  # the quote ran to its block's end: absorb lines a wrapping archive un-quoted
-                while j < len(lines) and lines[j].strip() and not _QUOTE.match(lines[j]):
+                while j < len(lines) and lines[j].strip() and not quoted[j]:
                     t = f"{acc} {_norm(lines[j])}"
                     if t not in own:
                         break
@@ -337,15 +349,69 @@ def dedup_quotes(body: str, candidates: list[tuple[ThreadMessage, str]]) -> tupl
                 merged[-1][2] += it[2]
             else:
                 merged.append(it)
-        for it in merged:
+        if merged and merged[0][0] == "ref":  # the reference names who and when: fold what introduced the quote
+            lead = i - fold[i] if i in fold and fold[i] < i else attribution_lines(out)
+            if lead:
+                del out[-lead:]
+                merged[0][2] += lead
+        run: list[tuple[ThreadMessage, int]] = []  # adjacent references: one line (nested quoting stays one line)
+        for it in [*merged, ["end"]]:
+            if it[0] == "ref":
+                run.append((it[1], it[2]))
+                refs.append(QuoteRef(it[1].n, it[1].msg.message_id, it[2]))
+                continue
+            if run:
+                out.append(_quote_line(run))
+                run = []
             if it[0] == "line":
                 out.append(it[1])
-                continue
-            tm, count = it[1], it[2]
-            m = tm.msg
-            out.append(f"[quoting {m.author}, {m.date.strftime('%Y-%m-%d')}, message {tm.n}: {_plural(count)}]")
-            refs.append(QuoteRef(tm.n, m.message_id, count))
         i = j
+    return "\n".join(out), refs
+
+
+def _quote_line(run: list[tuple[ThreadMessage, int]]) -> str:
+    """``[quoting Ann, 2026-03-01, message 3: 12 lines]``; several quoted messages in a row: ``[quoting messages 5, 4: 30 lines]``."""
+    if len(run) == 1:
+        tm, count = run[0]
+        return f"[quoting {tm.msg.author}, {tm.msg.date.strftime('%Y-%m-%d')}, message {tm.n}: {_plural(count)}]"
+    numbers = ", ".join(str(n) for n in dict.fromkeys(tm.n for tm, _ in run))
+    return f"[quoting messages {numbers}: {_plural(sum(c for _, c in run))}]"
+
+
+@dataclass(frozen=True)
+class RepeatRef:
+    repeated_n: int
+    lines: int
+
+
+_REFERENCE_LINE = re.compile(r"^\[(?:quoting|repeated from) [^\n]*\]$")
+
+
+def dedup_repeats(body: str, n: int, seen: dict[str, int]) -> tuple[str, list[RepeatRef]]:
+    """Replace paragraphs that already appeared in an earlier message (``seen``: text → message) by a reference.
+
+    Signatures, disclaimers and list footers are the paragraphs a thread repeats
+    (see :mod:`codex_pipeline.sources.email.quoting`). ``seen`` gains this message's
+    paragraphs. Reference lines and paragraphs under :data:`MIN_REPEAT_CHARS` are left as they are.
+    """
+    lines = body.split("\n")
+    out: list[str] = []
+    refs: list[RepeatRef] = []
+    at = 0
+    for s, e in paragraphs(lines):
+        out.extend(lines[at:s])
+        at = e
+        key = _norm(" ".join(_MARKERS.sub("", line) for line in lines[s:e]))
+        if len(key) < MIN_REPEAT_CHARS or any(_REFERENCE_LINE.match(line) for line in lines[s:e]):
+            out.extend(lines[s:e])
+            continue
+        first = seen.setdefault(key, n)
+        if first == n:
+            out.extend(lines[s:e])
+            continue
+        out.append(f"[repeated from message {first}: {_plural(e - s)}]")
+        refs.append(RepeatRef(first, e - s))
+    out.extend(lines[at:])
     return "\n".join(out), refs
 
 
@@ -399,6 +465,7 @@ def render_thread(thread: Thread) -> tuple[str, dict[str, Any]]:
     summary_span = [0, pos]
 
     own: dict[int, str] = {}
+    seen: dict[str, int] = {}  # paragraph text -> first message showing it (dedup_repeats)
     by_n = {tm.n: tm for tm in thread.messages}
     records: list[dict[str, Any]] = []
     for idx, tm in enumerate(thread.messages):
@@ -410,6 +477,7 @@ def render_thread(thread: Thread) -> tuple[str, dict[str, Any]]:
             p = by_n[p].parent_n
         order = ancestors + [k for k in range(tm.n - 1, 0, -1) if k not in ancestors]
         body, refs = dedup_quotes(m.body, [(by_n[k], own[k]) for k in order])
+        body, repeats = dedup_repeats(body, tm.n, seen)
         own[tm.n] = own_text(m.body)
         if tm.how == "subject":
             where = f"message {tm.parent_n}" if tm.parent_n else "this thread"
@@ -449,6 +517,8 @@ def render_thread(thread: Thread) -> tuple[str, dict[str, Any]]:
             "header_span": [start, start + len(header)],
             "quotes": [{"n": q.quoted_n, "message_id": q.quoted_message_id, "lines": q.lines} for q in refs],
         }
+        if repeats:
+            rec["repeats"] = [{"n": r.repeated_n, "lines": r.lines} for r in repeats]
         if m.message_id_synthesized:
             rec["message_id_synthesized"] = True
         if m.date_from_separator:

@@ -1,0 +1,84 @@
+"""Evidence units: what is embedded for a unit, and how the best unit of a hit is chosen."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from codex_pipeline.retrieval.units import UnitVectors, best_units, cite, lexical_shares, unit_pieces
+
+TURNS = (
+    "Commissioner Moores:\nStart: 00:01:00.000\nEnd: 00:01:09.000\nDuration: 9.000 seconds\n"
+    "Text: The foundation donated a van for the summer camp programs.\n"
+    "--------------------------------------------------\n"
+    "Commissioner Moores:\nStart: 00:01:09.000\nEnd: 00:01:15.000\nDuration: 6.000 seconds\n"
+    "Text: We also thank the volunteers who cleaned the park."
+)
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
+    out, at = [], 0
+    while (k := text.find("Text: ", at)) != -1:
+        end = text.find("\n", k)
+        end = len(text) if end == -1 else end
+        out.append((k + 6, end))
+        at = end
+    return out
+
+
+class Recorder:
+    """A deterministic stand-in embedder that records every text it is asked to embed."""
+
+    def __init__(self, same: bool = False) -> None:
+        self.seen: list[str] = []
+        self.same = same  # every text gets one vector: cosine cannot tell units apart
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.seen += texts
+        rows = []
+        for t in texts:
+            seed = 0 if self.same else int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)
+            rows.append(np.random.default_rng(seed).standard_normal(16))
+        return np.asarray(rows, np.float32)
+
+
+def test_a_unit_is_embedded_without_the_markup_between_its_sentences_but_cited_across_it() -> None:
+    spans = _spans(TURNS)
+    rec = Recorder()
+    (unit, _), = best_units([(TURNS, spans, "Commissioner Moores: ", True)], np.ones(16, np.float32), UnitVectors(rec))
+    assert rec.seen == ["Commissioner Moores: The foundation donated a van for the summer camp programs. "
+                        "We also thank the volunteers who cleaned the park."]
+    assert unit == ((spans[0][0], spans[1][1]),)  # one stretch of the file, header of the second turn included
+
+
+def test_the_unit_naming_the_rare_query_words_wins_when_cosines_tie() -> None:
+    text = " ".join(
+        [f"The council discussed the budget for item {i} at length and moved on." for i in range(12)]
+        + ["The Flint Hills foundation gave twenty thousand dollars for a van."]
+        + [f"The council discussed the parks schedule {i} and moved on." for i in range(12)]
+    )
+    pieces = unit_pieces(text, [(0, len(text))], budget=40)
+    assert len(pieces) > 2
+    query = "How much did the Flint Hills foundation give the council?"
+    cands = [(text, [(0, len(text))], "", False)]
+    q = np.ones(16, np.float32)
+    (by_cosine, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query, lexical_weight=0.0)
+    (hybrid, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query)
+    answer = text.index("The Flint Hills")
+    assert not any(s <= answer < e for s, e in by_cosine)  # a tie goes to the first unit
+    assert any(s <= answer < e for s, e in hybrid)
+
+
+def test_lexical_shares_weigh_a_word_every_unit_holds_least() -> None:
+    texts = ["council budget van", "council budget", "council parks"]
+    shares = lexical_shares("council van", texts)
+    assert shares[0] > shares[1] == shares[2] > 0.0
+    assert lexical_shares("", texts) == [0.0, 0.0, 0.0]
+    assert lexical_shares("zebra", texts) == [0.0, 0.0, 0.0]
+
+
+def test_cite_joins_only_whitespace_gaps_unless_bridging() -> None:
+    spans = _spans(TURNS)
+    assert cite(TURNS, spans) == tuple(spans)
+    assert cite(TURNS, spans, bridge=True) == ((spans[0][0], spans[1][1]),)
