@@ -418,8 +418,8 @@ class _Chunker:
                 out.extend(self._split_table(text, st, atom))
                 ov = None
             elif atom.headed:
-                prev = self._split_headed(text, atom, out, forbidden)
-                ov = self._overlap(text, prev, forbidden)
+                last = self._split_headed(text, atom, out, forbidden)
+                ov = self._overlap(text, last, forbidden)
                 if ov is not None and ov >= atom.end:
                     ov = None
             elif atom.kind == "code":
