@@ -1,11 +1,19 @@
-"""Benchmark: the redirect table on a large synthetic partition (no target; reported for the record).
+"""Benchmark: the redirect table on a large synthetic partition (target: <= 1 s per 100k changed chunks).
 
-    python bench/bench_redirects.py [--docs N] [--per-doc K]
+    python bench/bench_redirects.py [--docs N] [--per-doc K] [--check SAMPLE] [--matcher exact]
 
 Builds a partition of N documents x K chunks (~120 words each) and times
-``compute_redirects`` for the three shapes a re-chunk can take: nothing changed
-(the daily rerun), every id changed with the text lightly edited (a renamed section
-path on every chunk), and every chunk rewritten (nothing to follow).
+``compute_redirects`` (wall and CPU seconds) for the shapes a re-chunk can take: nothing
+changed (the daily rerun), every id changed with the text lightly edited (a renamed
+section path on every chunk), every chunk rewritten (nothing to follow), and a mix
+(renames, deletions, and edits of every strength, so word-set scores fall on both sides
+of the thresholds).
+
+``--matcher exact`` times the row-at-a-time reference matcher instead (the "before" numbers).
+``--check SAMPLE`` also runs the exact row-at-a-time matcher
+(:mod:`codex_pipeline.warehouse.redirect_exact`) on the first SAMPLE chunks' documents
+of each shape and reports how many redirect rows (target, kind, score) agree; it exits
+non-zero on any difference.
 """
 
 from __future__ import annotations
@@ -13,56 +21,114 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import random
+import sys
 import time
 from collections import Counter
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
-from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, compute_redirects
+from codex_pipeline.warehouse.redirect_exact import exact_matches, exact_redirects
+from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, compute_redirects, match_vanished
 
 VOCAB = [f"w{i}" for i in range(3000)]
+
+
+def _mixed(rng: random.Random, words: list[str], k: int) -> tuple[list[str], str] | None:
+    """One chunk of the mixed shape: kept, renamed, edited by a random share, rewritten or deleted."""
+    roll = rng.random()
+    if roll < 0.1:
+        return None  # deleted
+    if roll < 0.3:
+        return words, f"s{k}"  # same id (its text may still change below)
+    edited = list(words)
+    for pos in rng.sample(range(len(words)), rng.randint(0, len(words))):
+        edited[pos] = rng.choice(VOCAB)
+    return edited, f"s{k}x"
 
 
 def partition(docs: int, per_doc: int, suffix: str, rev8: str, mode: str) -> pa.Table:
     cols: dict[str, list] = {c: [] for c in INPUT_COLUMNS}
     for d in range(docs):
         doc = f"urn:aprs:docs:d{d}"
+        seq = 0
         for k in range(per_doc):
             rng = random.Random(f"{'rewrite' if mode == 'rewrite' else 'base'}:{d}:{k}")  # rewritten texts share none
             words = [rng.choice(VOCAB) for _ in range(120)]
+            sid = f"s{k}{suffix}"
             if mode == "edit":
                 words[0] = "edited"
+            elif mode == "mixed":
+                chunk = _mixed(random.Random(f"mixed:{d}:{k}"), words, k)
+                if chunk is None:
+                    continue
+                words, sid = chunk
             text = " ".join(words)
-            sid = f"s{k}{suffix}"
             cols["chunk_id"].append(make_chunk_id(doc, sid))
             cols["doc_id"].append(doc)
             cols["section_id"].append(sid)
-            cols["seq_index"].append(k)
+            cols["seq_index"].append(seq)
             cols["evidence_anchor"].append(f'{{"page":null,"char_span":[{k * 1000},{k * 1000 + 900}]}}')
             cols["chunking_version"].append("1")
             cols["locator"].append(make_locator(doc, rev8, sid, None, 0))
             cols["content_hash"].append(content_hash(text))
             cols["chunk_text"].append(text)
+            seq += 1
     return pa.table(cols)
+
+
+def _first_docs(table: pa.Table, docs: int) -> pa.Table:
+    keep = pa.array([f"urn:aprs:docs:d{d}" for d in range(docs)])
+    return table.filter(pc.is_in(table.column("doc_id"), value_set=keep))
+
+
+def check(before: pa.Table, after: pa.Table, docs: int) -> tuple[int, int]:
+    """(rows that agree, rows) between the vectorized and the exact matcher on the first docs."""
+    old, new = _first_docs(before, docs), _first_docs(after, docs)
+    fast, exact = match_vanished(old, new).to_pylist(), exact_matches(old, new).to_pylist()
+    same = sum(a == b for a, b in zip(fast, exact))
+    for a, b in zip(fast, exact):
+        if a != b:
+            print(f"  differs: fast {a}\n          exact {b}")
+            break
+    return same if len(fast) == len(exact) else 0, len(exact)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=5000)
     ap.add_argument("--per-doc", type=int, default=20)
+    ap.add_argument("--check", type=int, default=0, metavar="SAMPLE",
+                    help="compare with the exact matcher on about this many chunks per shape")
+    ap.add_argument("--shapes", default="unchanged,edit,rewrite,mixed", help="comma-separated shapes to run")
+    ap.add_argument("--matcher", choices=["fast", "exact"], default="fast",
+                    help="time the vectorized matcher (default) or the row-at-a-time reference")
     args = ap.parse_args()
     before = partition(args.docs, args.per_doc, "", "aaaaaaaa", "base")
     print(f"partition: {args.docs:,} documents x {args.per_doc} chunks = {before.num_rows:,} chunks")
-    for name, after in [
-        ("unchanged rerun", before),
-        ("every id changed, text lightly edited", partition(args.docs, args.per_doc, "x", "bbbbbbbb", "edit")),
-        ("every chunk rewritten", partition(args.docs, args.per_doc, "x", "bbbbbbbb", "rewrite")),
-    ]:
-        t0 = time.perf_counter()
-        out = compute_redirects(before, after, dataset="docs", partition_date=dt.date(2026, 11, 24), chunking_version="2")
-        took = time.perf_counter() - t0
-        print(f"{name:40s} {took:6.2f} s  {out.num_rows:,} redirect rows {dict(Counter(out.column('match').to_pylist()))}")
+    shapes = {
+        "unchanged": ("unchanged rerun", lambda: before),
+        "edit": ("every id changed, text lightly edited", lambda: partition(args.docs, args.per_doc, "x", "bbbbbbbb", "edit")),
+        "rewrite": ("every chunk rewritten", lambda: partition(args.docs, args.per_doc, "x", "bbbbbbbb", "rewrite")),
+        "mixed": ("mixed renames, edits, deletions", lambda: partition(args.docs, args.per_doc, "", "bbbbbbbb", "mixed")),
+    }
+    failed = False
+    for key in args.shapes.split(","):
+        name, build = shapes[key]
+        after = build()
+        t0, c0 = time.perf_counter(), time.process_time()
+        matcher = compute_redirects if args.matcher == "fast" else exact_redirects
+        out = matcher(before, after, dataset="docs", partition_date=dt.date(2026, 11, 24), chunking_version="2")
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        kinds = dict(sorted(Counter(out.column("match").to_pylist()).items()))
+        print(f"{name:40s} {took:6.2f} s wall {cpu:6.2f} s cpu  {out.num_rows:,} redirect rows {kinds}")
+        if args.check:
+            same, rows = check(before, after, max(1, args.check // args.per_doc))
+            failed |= same != rows
+            print(f"{'':40s} exact matcher on {max(1, args.check // args.per_doc) * args.per_doc:,} chunks: "
+                  f"{same:,} of {rows:,} redirect rows agree")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

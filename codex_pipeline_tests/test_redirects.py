@@ -17,6 +17,7 @@ from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.warehouse.redirect_exact import exact_redirects
 from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import materialize_dataset
@@ -44,10 +45,13 @@ def _table(rows: list[tuple[str, str, tuple[int, int], str]], version: str = "1.
 
 
 def _run(previous, current, stored=None, version="1.0", now=T0) -> pa.Table:
-    return compute_redirects(
-        previous, current, dataset="docs", partition_date=DAY, chunking_version=version,
-        previous_redirects=stored, now=now,
+    out, exact = (
+        matcher(previous, current, dataset="docs", partition_date=DAY, chunking_version=version,
+                previous_redirects=stored, now=now)
+        for matcher in (compute_redirects, exact_redirects)
     )
+    assert out.equals(exact), "the row-at-a-time reference matcher disagrees"
+    return out
 
 
 def _summary(redirects: pa.Table) -> list[tuple]:

@@ -26,41 +26,57 @@ kind, ``deleted``, is not computed here: :mod:`codex_pipeline.warehouse.current`
 one such row (no target) for every chunk id of a document retracted by a tombstone or
 a full snapshot, in ``redirects/deleted.parquet``, and drops it when the document lands
 again.
+
+Every step runs on whole columns (numpy over Arrow buffers, word hashing on a few
+threads): ``bench/bench_redirects.py`` re-keys 100k chunks in 2.4-3.5 s of CPU on the
+shared two-core dev machine, where the row-at-a-time matcher (one Python word set per
+chunk) took 14-24 s. Word-set similarity is pruned by signatures and verified exactly
+(:mod:`.wordsets` gives the error bounds); :mod:`.redirect_exact` keeps the row-at-a-time
+matcher as the reference the tests and ``bench/bench_redirects.py --check`` compare against.
 """
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import json
-import re
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from codex_pipeline.warehouse import wordsets
 from codex_pipeline.warehouse.storage import Warehouse
 
-__all__ = ["DELETED", "INPUT_COLUMNS", "LAST_PUBLISHED", "REDIRECT_SCHEMA", "compute_redirects", "update_redirects"]
+__all__ = [
+    "DELETED", "INPUT_COLUMNS", "LAST_PUBLISHED", "MATCH_COLUMNS", "REDIRECT_SCHEMA", "compute_redirects",
+    "match_vanished", "update_redirects",
+]
 
 CONTENT_HASH = "content_hash"
 SPAN_OVERLAP = "span_overlap"
 SIMILAR_TEXT = "similar_text"
 REMOVED = "removed"
 DELETED = "deleted"  # the document was retracted (see codex_pipeline.warehouse.current)
-_STRENGTH = {REMOVED: 0, SIMILAR_TEXT: 1, SPAN_OVERLAP: 2, CONTENT_HASH: 3}  # a chain is as weak as its weakest hop
+_BY_STRENGTH = [REMOVED, SIMILAR_TEXT, SPAN_OVERLAP, CONTENT_HASH]  # a chain is as weak as its weakest hop
+_MATCHES = pa.array(_BY_STRENGTH, pa.string())
+_REMOVED, _SIMILAR, _SPAN, _HASH = range(4)
 MIN_SIMILARITY = 0.5
 """Least word-set Jaccard for a ``similar_text`` match: at least half the words shared."""
+SIMILAR_WINDOW = 32
+"""How far (in reading order) a ``similar_text`` target may be from the old chunk's place."""
+SAME_PLACE_SIMILARITY = 0.8
+"""A new chunk at the old one's place sharing this much is taken without scoring the window."""
 
-# The chunk-table columns matching reads; chunk_text only becomes Python strings for
-# the documents that lost ids.
+# The chunk-table columns matching reads.
 INPUT_COLUMNS = (
     "chunk_id", "doc_id", "section_id", "seq_index", "evidence_anchor",
     "chunking_version", "locator", "content_hash", "chunk_text",
 )
+MATCH_COLUMNS = ("doc_id", "old_chunk_id", "old_section_id", "old_chunking_version",
+                 "new_chunk_id", "new_section_id", "match", "overlap")
+"""What :func:`match_vanished` returns per vanished id (the redirect row less the run's constants)."""
 
 REDIRECT_SCHEMA = pa.schema(
     [
@@ -79,231 +95,386 @@ REDIRECT_SCHEMA = pa.schema(
     ]
 )
 
-_REV8 = re.compile(r"\|r=([0-9a-f]{8}|[0-9a-f]{12})\|s=")
-_CHAR_SPAN = re.compile(r'"char_span":\[(\d+),(\d+)\]')
+_REV8 = r"\|r=(?P<rev>[0-9a-f]{8}|[0-9a-f]{12})\|s="
+_CHAR_SPAN = r'"char_span":\[(?P<start>\d+),(?P<end>\d+)\]'
+_PAIRS_PER_BATCH = 1 << 21  # candidate pairs held at once: bounds memory on long documents
+_SEQ_BIAS = 1 << 31  # seq_index as an unsigned 32-bit field of a (document, seq) sort key
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """The parts of a chunk row matching needs, parsed once."""
+# -- small vectorized helpers ------------------------------------------------------------------
 
-    chunk_id: str
-    doc_id: str
-    section_id: str
-    seq_index: int
-    chunking_version: str
-    content_hash: str
-    rev8: str | None
-    span: tuple[int, int]
-    text: str
+def _is_in(values: pa.ChunkedArray | pa.Array, among: pa.ChunkedArray | pa.Array) -> pa.Array:
+    among = among.combine_chunks() if isinstance(among, pa.ChunkedArray) else among
+    return pc.is_in(values.cast(pa.string()), value_set=among.cast(pa.string()))
 
 
-@dataclass(frozen=True, slots=True)
-class _Redirect:
-    """One row of :data:`REDIRECT_SCHEMA` (same fields, same order)."""
-
-    dataset: str
-    partition_date: dt.date
-    doc_id: str
-    old_chunk_id: str
-    old_section_id: str
-    old_chunking_version: str
-    new_chunk_id: str | None
-    new_section_id: str | None
-    new_chunking_version: str
-    match: str
-    overlap: float | None
-    created_at: dt.datetime
+def _np(column: pa.ChunkedArray | pa.Array, dtype: type = np.int64) -> np.ndarray:
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
 
 
-def _span(anchor: str) -> tuple[int, int]:
-    m = _CHAR_SPAN.search(anchor)
-    if m is None:  # not the compact form RowBuffer writes: parse it properly
-        s, e = json.loads(anchor)["char_span"]
-        return int(s), int(e)
-    return int(m.group(1)), int(m.group(2))
+def _codes(values: pa.ChunkedArray | pa.Array, among: pa.Array) -> np.ndarray:
+    """Position of each value in ``among`` (-1 where absent or null)."""
+    found = pc.index_in(values.cast(pa.string()), value_set=among.cast(pa.string()))
+    return _np(found.fill_null(-1))
 
 
-def _rows(table: pa.Table | None) -> list[_Row]:
-    if table is None or table.num_rows == 0:
-        return []
-    c = {name: table.column(name).to_pylist() for name in INPUT_COLUMNS}
-    out = []
-    for cid, doc, sid, seq, anchor, version, locator, chash, text in zip(*(c[n] for n in INPUT_COLUMNS)):
-        rev = _REV8.search(locator)
-        out.append(_Row(cid, doc, sid, seq, version, chash, rev.group(1) if rev else None, _span(anchor), text))
-    return out
+def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All pairs (owner k, position p) with ``lo[k] <= p < hi[k]``."""
+    counts = np.maximum(hi - lo, 0)
+    owner = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
+    starts = np.cumsum(counts) - counts
+    return owner, np.arange(len(owner), dtype=np.int64) - np.repeat(starts - lo, counts)
 
 
-def _words(text: str) -> frozenset[str]:
-    """Lower-cased whitespace-separated words: crude, but a third of a regex word split's cost."""
-    return frozenset(text.lower().split())
+def _first_per_owner(owner: np.ndarray, *keys: np.ndarray) -> np.ndarray:
+    """Index (into the pair arrays) of each owner's best pair: least ``keys``, the first most significant."""
+    order = np.lexsort((*reversed(keys), owner))
+    ranked = owner[order]
+    return order[np.r_[True, ranked[1:] != ranked[:-1]]] if len(order) else order
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter) if a or b else 0.0
+def _batches(counts: np.ndarray, limit: int = _PAIRS_PER_BATCH) -> Iterator[np.ndarray]:
+    """Owner index slices whose pair counts sum to about ``limit`` (at least one owner each)."""
+    cum = np.cumsum(counts)
+    lo = 0
+    while lo < len(counts):
+        base = cum[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cum, base + limit, side="right")))
+        yield np.arange(lo, min(hi, len(counts)))
+        lo = hi
 
 
-SIMILAR_WINDOW = 32
-"""How far (in reading order) a ``similar_text`` target may be from the old chunk's place."""
-SAME_PLACE_SIMILARITY = 0.8
-"""A new chunk at the old one's place sharing this much is taken without scoring the window."""
+def _covered(lo: np.ndarray, hi: np.ndarray, size: int) -> np.ndarray:
+    """Which of ``size`` positions fall in at least one range ``[lo, hi)``."""
+    depth = np.bincount(lo, minlength=size + 1)[:size + 1] - np.bincount(hi, minlength=size + 1)[:size + 1]
+    return np.cumsum(depth[:-1]) > 0
 
 
-class _Candidates:
-    """One document's new chunks, indexed so matching stays near-linear on long documents."""
-
-    def __init__(self, rows: list[_Row]) -> None:
-        self.rows = sorted(rows, key=lambda r: r.seq_index)
-        self.seqs = [r.seq_index for r in self.rows]
-        self.starts = np.array([r.span[0] for r in self.rows], dtype=np.int64)
-        self.ends = np.array([r.span[1] for r in self.rows], dtype=np.int64)
-        self.by_hash: dict[str, list[_Row]] = {}
-        for r in self.rows:
-            self.by_hash.setdefault(r.content_hash, []).append(r)
-        self._words: dict[int, frozenset[str]] = {}
-
-    def words(self, k: int) -> frozenset[str]:
-        if k not in self._words:
-            self._words[k] = _words(self.rows[k].text)
-        return self._words[k]
-
-    def closest(self, ks: list[int], seq: int) -> int:
-        """Of candidate positions ``ks``, the one nearest ``seq`` in reading order (earlier on ties)."""
-        return min(ks, key=lambda k: (abs(self.seqs[k] - seq), self.seqs[k]))
+def _spans(anchors: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """``char_span`` of each evidence anchor (regex on the compact form, JSON for the rest)."""
+    parts = pc.extract_regex(anchors.cast(pa.string()), _CHAR_SPAN)
+    starts = pc.struct_field(parts, "start")
+    ok = _np(pc.is_valid(starts), np.bool_)
+    start = np.zeros(len(anchors), np.int64)
+    end = np.zeros(len(anchors), np.int64)
+    if ok.any():
+        start[ok] = _np(pc.struct_field(parts, "start").drop_null().cast(pa.int64()))
+        end[ok] = _np(pc.struct_field(parts, "end").drop_null().cast(pa.int64()))
+    for k in np.flatnonzero(~ok):  # not the compact form RowBuffer writes: parse it properly
+        s, e = json.loads(anchors[int(k)].as_py())["char_span"]
+        start[k], end[k] = int(s), int(e)
+    return start, end
 
 
-def _match(old: _Row, cands: _Candidates, old_ids: set[str], same_text: bool) -> tuple[_Row | None, str, float | None]:
-    """The best target for one vanished chunk among its document's new chunks."""
-    same = cands.by_hash.get(old.content_hash)
-    if same:  # prefer an id that is new in this run over one that already existed
-        return min(same, key=lambda c: (c.chunk_id in old_ids, abs(c.seq_index - old.seq_index), c.seq_index)), CONTENT_HASH, None
-    if not cands.rows:
-        return None, REMOVED, None
-    if same_text:
-        s, e = old.span
-        inter = np.minimum(cands.ends, e) - np.maximum(cands.starts, s)
-        iou = np.where(inter > 0, inter / (np.maximum(cands.ends, e) - np.minimum(cands.starts, s)), 0.0)
-        best = float(iou.max())
-        if best > 0:
-            k = cands.closest(np.flatnonzero(iou == best).tolist(), old.seq_index)
-            return cands.rows[k], SPAN_OVERLAP, round(best, 6)
-    lo = bisect.bisect_left(cands.seqs, old.seq_index - SIMILAR_WINDOW)
-    hi = bisect.bisect_right(cands.seqs, old.seq_index + SIMILAR_WINDOW)
-    # only chunks new in this run: a deleted chunk must not land on a neighbour that was already there
-    fresh = [k for k in range(lo, hi) if cands.rows[k].chunk_id not in old_ids]
-    if fresh:
-        words = _words(old.text)
-        here = bisect.bisect_left(cands.seqs, old.seq_index)
-        if here in fresh:  # a renamed or lightly edited section usually keeps its place: try that first
-            score = _jaccard(words, cands.words(here))
-            if score >= SAME_PLACE_SIMILARITY:
-                return cands.rows[here], SIMILAR_TEXT, round(score, 6)
-        scores = {k: _jaccard(words, cands.words(k)) for k in fresh}
-        best = max(scores.values())
-        if best >= MIN_SIMILARITY:
-            k = cands.closest([k for k, v in scores.items() if v == best], old.seq_index)
-            return cands.rows[k], SIMILAR_TEXT, round(best, 6)
-    return None, REMOVED, None
+def _revs(locators: pa.ChunkedArray, among: pa.Array | None = None) -> tuple[np.ndarray, pa.Array]:
+    """Each locator's ``rev8`` as a code into the returned distinct revs (-1: none)."""
+    rev = pc.struct_field(pc.extract_regex(locators.cast(pa.string()), _REV8), "rev")
+    if among is None:
+        among = pc.unique(rev.drop_null())
+    return _codes(rev, among), among
 
 
-def _is_in(values: pa.ChunkedArray, among: pa.ChunkedArray) -> pa.ChunkedArray:
-    return pc.is_in(values.cast(pa.string()), value_set=among.cast(pa.string()).combine_chunks())
+# -- matching ----------------------------------------------------------------------------------
+
+class _Side:
+    """One side (vanished rows or candidate rows): sort keys as numpy arrays, other columns read on demand."""
+
+    def __init__(self, table: pa.Table, docs: pa.Array) -> None:
+        self.table = table
+        self.rows = np.arange(table.num_rows)  # table row of each position (positions may be reordered)
+        self.doc = _codes(table.column("doc_id"), docs)
+        self.seq = _np(table.column("seq_index"))
+
+    def reorder(self, order: np.ndarray) -> None:
+        self.rows, self.doc, self.seq = self.rows[order], self.doc[order], self.seq[order]
+
+    def column(self, name: str, positions: np.ndarray | None = None) -> pa.ChunkedArray:
+        """Column ``name`` at ``positions`` (all, in position order, by default); no copy when that is the table."""
+        rows = self.rows if positions is None else self.rows[positions]
+        if len(rows) == self.table.num_rows and np.array_equal(rows, np.arange(len(rows))):
+            return self.table.column(name)
+        return self.table.column(name).take(rows)
+
+    def spans(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _spans(self.column("evidence_anchor", positions))
+
+    def revs(self, positions: np.ndarray, among: pa.Array | None = None) -> tuple[np.ndarray, pa.Array]:
+        return _revs(self.column("locator", positions), among)
 
 
-def _fresh(previous: pa.Table | None, current: pa.Table, base: dict[str, Any]) -> dict[str, _Redirect]:
-    """One hop: every id of ``previous`` missing from ``current``, matched within its document.
+class _Matching:
+    """One hop of matching: every vanished row against the current rows of its document.
 
-    Only the vanished rows and the current rows of their documents become Python
-    objects: re-running unchanged input (the common case) stays a vectorized set test.
+    Results live in ``target`` (a position in the candidate table, -1 for none), ``how``
+    (an index into :data:`_BY_STRENGTH`) and ``score`` (NaN where the match has none).
     """
-    if previous is None or previous.num_rows == 0:
-        return {}
-    gone_table = previous.filter(pc.invert(_is_in(previous.column("chunk_id"), current.column("chunk_id"))))
-    if gone_table.num_rows == 0:
-        return {}
-    gone = _rows(gone_table)
-    old_ids = set(previous.column("chunk_id").to_pylist())
-    rows_by_doc: dict[str, list[_Row]] = {}
-    for r in _rows(current.filter(_is_in(current.column("doc_id"), gone_table.column("doc_id")))):
-        rows_by_doc.setdefault(r.doc_id, []).append(r)
-    by_doc = {doc: _Candidates(rows) for doc, rows in rows_by_doc.items()}
-    empty = _Candidates([])
-    out: dict[str, _Redirect] = {}
-    for old in gone:
-        cands = by_doc.get(old.doc_id, empty)
-        same_text = bool(cands.rows) and old.rev8 is not None and cands.rows[0].rev8 == old.rev8
-        target, how, overlap = _match(old, cands, old_ids, same_text)
-        out[old.chunk_id] = _Redirect(
-            doc_id=old.doc_id,
-            old_chunk_id=old.chunk_id,
-            old_section_id=old.section_id,
-            old_chunking_version=old.chunking_version,
-            new_chunk_id=target.chunk_id if target else None,
-            new_section_id=target.section_id if target else None,
-            match=how,
-            overlap=overlap,
-            **base,
-        )
-    _moved_documents(out, gone, current, old_ids)
-    return out
+
+    def __init__(self, gone: pa.Table, cands: pa.Table, existed: np.ndarray) -> None:
+        docs = pc.unique(gone.column("doc_id").cast(pa.string()))
+        self.g = _Side(gone, docs)
+        self.c = _Side(cands, docs)
+        order = np.lexsort((np.arange(cands.num_rows), self.c.seq, self.c.doc))  # reading order, then table order
+        self.c.reorder(order)
+        self.fresh = ~existed[order]  # ids new in this run
+        self.key = (self.c.doc << 32) | (self.c.seq + _SEQ_BIAS)
+        self.lo = np.searchsorted(self.c.doc, self.g.doc, side="left")
+        self.hi = np.searchsorted(self.c.doc, self.g.doc, side="right")
+        n = gone.num_rows
+        self.target = np.full(n, -1, np.int64)
+        self.how = np.full(n, _REMOVED, np.int64)
+        self.score = np.full(n, np.nan)
+
+    def _take(self, owners: np.ndarray, targets: np.ndarray, how: int, score: np.ndarray | None = None) -> None:
+        self.target[owners] = targets
+        self.how[owners] = how
+        if score is not None:
+            self.score[owners] = score
+
+    def open(self) -> np.ndarray:
+        return np.flatnonzero((self.target < 0) & (self.hi > self.lo))
+
+    def by_hash(self) -> None:
+        """Step 1: identical text in the same document; ids new in this run first, then the nearest."""
+        hashes = pc.unique(self.g.column("content_hash").cast(pa.string()))
+        g_hash = _codes(self.g.column("content_hash"), hashes)
+        c_hash = _codes(self.c.column("content_hash"), hashes)
+        has = np.flatnonzero(c_hash >= 0)
+        keys = self.c.doc[has] * len(hashes) + c_hash[has]
+        order = np.argsort(keys, kind="stable")
+        keys, pos = keys[order], has[order]
+        wanted = self.g.doc * len(hashes) + g_hash
+        owner, k = _expand(np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right"))
+        cand = pos[k]
+        best = _first_per_owner(owner, ~self.fresh[cand], np.abs(self.c.seq[cand] - self.g.seq[owner]),
+                                self.c.seq[cand], cand)
+        self._take(owner[best], cand[best], _HASH)
+
+    def by_span(self) -> None:
+        """Step 2: unchanged canonical text (same rev8 as the document's first chunk): best span IoU."""
+        owners = self.open()
+        g_rev, revs = self.g.revs(owners)
+        c_rev, _ = self.c.revs(self.lo[owners], revs)
+        owners = owners[(g_rev >= 0) & (c_rev == g_rev)]
+        if not len(owners):
+            return
+        g_start, g_end = self.g.spans(owners)
+        reached = np.flatnonzero(_covered(self.lo[owners], self.hi[owners], len(self.c.seq)))
+        c_start, c_end = np.zeros(len(self.c.seq), np.int64), np.zeros(len(self.c.seq), np.int64)
+        c_start[reached], c_end[reached] = self.c.spans(reached)
+        for part in _batches(self.hi[owners] - self.lo[owners]):
+            mine = owners[part]
+            owner, cand = _expand(self.lo[mine], self.hi[mine])
+            s, e = g_start[part][owner], g_end[part][owner]
+            cs, ce = c_start[cand], c_end[cand]
+            inter = np.minimum(ce, e) - np.maximum(cs, s)
+            union = np.maximum(ce, e) - np.minimum(cs, s)
+            iou = np.divide(inter, union, out=np.zeros(len(inter)), where=inter > 0)
+            best = _first_per_owner(owner, -iou, np.abs(self.c.seq[cand] - self.g.seq[mine][owner]),
+                                    self.c.seq[cand], cand)
+            best = best[iou[best] > 0]
+            self._take(mine[owner[best]], cand[best], _SPAN, iou[best])
+
+    def by_words(self) -> None:
+        """Step 3: the new chunk near the old place whose word set is most alike (see :mod:`.wordsets`)."""
+        owners = self.open()
+        if not len(owners):
+            return
+        g_key = (self.g.doc[owners] << 32) | (self.g.seq[owners] + _SEQ_BIAS)
+        lo = np.searchsorted(self.key, g_key - SIMILAR_WINDOW, side="left")
+        hi = np.searchsorted(self.key, g_key + SIMILAR_WINDOW, side="right")
+        here = np.searchsorted(self.key, g_key, side="left")
+        # the fresh candidates any window reaches get word sets; the others are never scored
+        scored = np.flatnonzero(_covered(lo, hi, len(self.key)) & self.fresh)
+        if not len(scored):
+            return
+        c_row = np.full(len(self.key), -1, np.int64)
+        c_row[scored] = np.arange(len(scored))
+        g_words = wordsets.word_sets(self.g.column("chunk_text", owners))
+        c_words = wordsets.word_sets(self.c.column("chunk_text", scored))
+        bits = wordsets.signature_bits(g_words, c_words)
+        g_sig, c_sig = wordsets.signatures(g_words, bits), wordsets.signatures(c_words, bits)
+
+        def scores(mine: np.ndarray, cand: np.ndarray) -> np.ndarray:
+            """Exact Jaccard where it may reach MIN_SIMILARITY, else -1."""
+            out = np.full(len(mine), -1.0)
+            keep = np.flatnonzero(wordsets.may_reach(g_sig, mine, c_sig, c_row[cand], MIN_SIMILARITY))
+            out[keep] = wordsets.jaccard(g_words, mine[keep], c_words, c_row[cand[keep]])
+            return out
+
+        # a renamed or lightly edited section usually keeps its place: try that first
+        at_place = np.flatnonzero((here < hi) & self.fresh[np.minimum(here, len(self.key) - 1)])
+        if len(at_place):
+            got = scores(at_place, here[at_place])
+            ok = got >= SAME_PLACE_SIMILARITY
+            self._take(owners[at_place[ok]], here[at_place[ok]], _SIMILAR, got[ok])
+        rest = np.flatnonzero(self.target[owners] < 0)
+        for part in _batches(hi[rest] - lo[rest]):
+            mine = rest[part]
+            k, cand = _expand(lo[mine], hi[mine])
+            alive = self.fresh[cand]
+            k, cand = k[alive], cand[alive]
+            got = scores(mine[k], cand)
+            hit = got >= MIN_SIMILARITY
+            k, cand, got = k[hit], cand[hit], got[hit]
+            seq = self.g.seq[owners[mine]]
+            best = _first_per_owner(k, -got, np.abs(self.c.seq[cand] - seq[k]), self.c.seq[cand], cand)
+            self._take(owners[mine[k[best]]], cand[best], _SIMILAR, got[best])
 
 
-def _moved_documents(out: dict[str, _Redirect], gone: list[_Row], current: pa.Table, old_ids: set[str]) -> None:
+def _moved(m: _Matching, current: pa.Table, old_ids: pa.Array) -> tuple[np.ndarray, pa.Table | None]:
     """Last resort before ``removed``: the identical text under a new id of another document.
 
     A document whose id changed (a renamed record, a reader that now names it otherwise)
-    loses all its chunk ids at once and has no candidates of its own.
+    loses all its chunk ids at once and has no candidates of its own. Returns, per vanished
+    row, a position in the returned table of such targets (-1 for none).
     """
-    lost = [g for g in gone if out[g.chunk_id].match == REMOVED]
-    if not lost:
-        return
-    hashes = pa.array(sorted({g.content_hash for g in lost}), type=pa.string())
-    by_hash: dict[str, list[_Row]] = {}
-    for r in _rows(current.filter(_is_in(current.column("content_hash"), pa.chunked_array([hashes])))):
-        if r.chunk_id not in old_ids:
-            by_hash.setdefault(r.content_hash, []).append(r)
-    for g in lost:
-        targets = by_hash.get(g.content_hash)
-        if targets:
-            t = min(targets, key=lambda r: (abs(r.seq_index - g.seq_index), r.doc_id, r.seq_index))
-            out[g.chunk_id] = replace(out[g.chunk_id], new_chunk_id=t.chunk_id, new_section_id=t.section_id, match=CONTENT_HASH)
+    lost = np.flatnonzero(m.target < 0)
+    found = np.full(len(m.target), -1, np.int64)
+    if not len(lost):
+        return found, None
+    g_hash = m.g.column("content_hash", lost)
+    pool = current.filter(pc.and_(_is_in(current.column("content_hash"), g_hash),
+                                  pc.invert(_is_in(current.column("chunk_id"), old_ids))))
+    if not pool.num_rows:
+        return found, None
+    hashes = pc.unique(pool.column("content_hash").cast(pa.string()))
+    p_hash = _codes(pool.column("content_hash"), hashes)
+    docs = pool.column("doc_id").cast(pa.string())
+    names = pc.unique(docs)
+    doc_rank = np.argsort(_np(pc.array_sort_indices(names)))[_codes(docs, names)]  # doc_id's place in text order
+    order = np.argsort(p_hash, kind="stable")
+    ranked, wanted = p_hash[order], _codes(g_hash, hashes)
+    owner, k = _expand(np.searchsorted(ranked, wanted, "left"), np.searchsorted(ranked, wanted, "right"))
+    cand = order[k]
+    seq = _np(pool.column("seq_index"))
+    best = _first_per_owner(owner, np.abs(seq[cand] - m.g.seq[lost][owner]), doc_rank[cand], seq[cand], cand)
+    found[lost[owner[best]]] = cand[best]
+    m.how[lost[owner[best]]] = _HASH
+    return found, pool
 
 
-def _chain(earlier: _Redirect, hop: _Redirect, version: str) -> _Redirect:
-    """A→B then B→C becomes A→C; the match is the weaker of the two hops."""
-    how = min(earlier.match, hop.match, key=_STRENGTH.__getitem__)
-    overlap = None
-    if how in (SPAN_OVERLAP, SIMILAR_TEXT):  # the hops' scores multiplied (a content_hash hop scores 1)
-        overlap = round((earlier.overlap or 1.0) * (hop.overlap or 1.0), 6)
-    return replace(
-        earlier, new_chunk_id=hop.new_chunk_id, new_section_id=hop.new_section_id,
-        new_chunking_version=version, match=how, overlap=overlap,
-    )
+def _targets(positions: np.ndarray, table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """``chunk_id`` and ``section_id`` of ``table`` at each position (null where -1)."""
+    if table.num_rows == 0:
+        return pa.nulls(len(positions), pa.string()), pa.nulls(len(positions), pa.string())
+    at = pa.array(np.where(positions >= 0, positions, 0))
+    found = pa.array(positions >= 0)
+    nothing = pa.scalar(None, pa.string())
+    return tuple(pc.if_else(found, table.column(c).cast(pa.string()).take(at), nothing)
+                 for c in ("chunk_id", "section_id"))
 
 
-def _carried(stored: pa.Table | None, current_table: pa.Table, fresh: dict[str, _Redirect], version: str) -> list[_Redirect]:
-    """Earlier redirect rows re-resolved against the current table."""
+def _rounded(scores: np.ndarray) -> pa.Array:
+    """Scores rounded as Python's ``round(x, 6)`` does (correctly rounded), NaN as null.
+
+    ``rint(x * 1e6) / 1e6`` agrees with it except where ``x * 1e6`` lies within rounding
+    error of a half: those few are rounded by Python.
+    """
+    scaled = scores * 1e6
+    out = np.rint(scaled) / 1e6
+    near_half = np.flatnonzero(np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6)
+    out[near_half] = [round(x, 6) for x in scores[near_half].tolist()]
+    return pa.array(out, pa.float64(), from_pandas=True)
+
+
+def match_vanished(previous: pa.Table | None, current: pa.Table) -> pa.Table:
+    """Every id of ``previous`` missing from ``current``, matched within its document.
+
+    Columns :data:`MATCH_COLUMNS`, one row per vanished id, sorted by ``old_chunk_id``.
+    Only the vanished rows and the current rows of their documents are read: re-running
+    unchanged input (the common case) stays one vectorized set test.
+    """
+    empty = pa.table({c: pa.array([], pa.float64() if c == "overlap" else pa.string()) for c in MATCH_COLUMNS})
+    if previous is None or previous.num_rows == 0:
+        return empty
+    gone = previous.filter(pc.invert(_is_in(previous.column("chunk_id"), current.column("chunk_id"))))
+    if gone.num_rows == 0:
+        return empty
+    old_ids = previous.column("chunk_id").combine_chunks()
+    cands = current.filter(_is_in(current.column("doc_id"), gone.column("doc_id")))
+    m = _Matching(gone, cands, _np(_is_in(cands.column("chunk_id"), old_ids), np.bool_))
+    m.by_hash()
+    m.by_span()
+    m.by_words()
+    moved, pool = _moved(m, current, old_ids)
+    at_rows = np.where(m.target >= 0, m.c.rows[np.maximum(m.target, 0)], -1) if len(m.c.rows) else m.target
+    new_id, new_section = _targets(at_rows, m.c.table)
+    if pool is not None:
+        is_moved = pa.array(moved >= 0)
+        moved_id, moved_section = _targets(moved, pool)
+        new_id = pc.if_else(is_moved, moved_id, new_id)
+        new_section = pc.if_else(is_moved, moved_section, new_section)
+    out = pa.table({
+        "doc_id": gone.column("doc_id"),
+        "old_chunk_id": gone.column("chunk_id"),
+        "old_section_id": gone.column("section_id"),
+        "old_chunking_version": gone.column("chunking_version"),
+        "new_chunk_id": new_id,
+        "new_section_id": new_section,
+        "match": _MATCHES.take(pa.array(m.how)),
+        "overlap": _rounded(m.score),
+    })
+    out = pa.table([c.cast(pa.float64() if n == "overlap" else pa.string()) for n, c in zip(out.column_names, out.columns)],
+                   names=out.column_names)
+    return out.take(pc.sort_indices(out, sort_keys=[("old_chunk_id", "ascending")]))
+
+
+# -- merging with the stored table ----------------------------------------------------------------
+
+def _strength(match: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return _codes(match, _MATCHES)
+
+
+def _carried(stored: pa.Table | None, current: pa.Table, fresh: pa.Table, version: str) -> pa.Table | None:
+    """Earlier redirect rows re-resolved against the current table: A→B then B→C becomes A→C."""
     if stored is None or stored.num_rows == 0:
-        return []
-    current = dict(zip(current_table.column("chunk_id").to_pylist(), current_table.column("section_id").to_pylist()))
-    out = []
-    for r in stored.to_pylist():
-        old = _Redirect(**{f: r.get(f) for f in _Redirect.__dataclass_fields__})
-        if old.old_chunk_id in current or old.old_chunk_id in fresh:
-            continue  # the id exists again (or was just re-matched): no redirect
-        target = old.new_chunk_id
-        if target is None:
-            out.append(replace(old, new_chunking_version=version))
-        elif target in current:
-            out.append(replace(old, new_section_id=current[target], new_chunking_version=version))
-        elif target in fresh:
-            out.append(_chain(old, fresh[target], version))
-        else:  # the target vanished without a trace (its chunks file was lost, e.g. deleted by hand)
-            out.append(replace(old, new_chunk_id=None, new_section_id=None, new_chunking_version=version,
-                               match=REMOVED, overlap=None))
-    return out
+        return None
+    stored = stored.select(REDIRECT_SCHEMA.names)
+    again = pc.or_(_is_in(stored.column("old_chunk_id"), current.column("chunk_id")),
+                   _is_in(stored.column("old_chunk_id"), fresh.column("old_chunk_id")))
+    rows = stored.filter(pc.invert(again))  # the id exists again (or was just re-matched): no redirect
+    if rows.num_rows == 0:
+        return None
+    target = rows.column("new_chunk_id")
+    at_current = _codes(target, current.column("chunk_id").combine_chunks())
+    at_fresh = _codes(target, fresh.column("old_chunk_id").combine_chunks())
+    none = _np(target.is_null(), np.bool_)
+    in_current, in_fresh = at_current >= 0, (at_current < 0) & (at_fresh >= 0)
+    lost = ~none & ~in_current & ~in_fresh  # the target vanished without a trace (its chunks file was lost)
+    new_id = rows.column("new_chunk_id").combine_chunks()
+    section = rows.column("new_section_id").combine_chunks()
+    match = rows.column("match").combine_chunks()
+    overlap = rows.column("overlap").to_numpy(zero_copy_only=False).astype(np.float64)
+    if in_current.any():
+        cur_section = current.column("section_id").cast(pa.string()).take(pa.array(np.maximum(at_current, 0)))
+        section = pc.if_else(pa.array(in_current), cur_section, section)
+    if in_fresh.any():
+        hop = fresh.take(pa.array(np.maximum(at_fresh, 0)))
+        new_id = pc.if_else(pa.array(in_fresh), hop.column("new_chunk_id"), new_id)
+        section = pc.if_else(pa.array(in_fresh), hop.column("new_section_id"), section)
+        weaker = np.minimum(_strength(match), _strength(hop.column("match")))
+        chained = np.where(in_fresh, weaker, -1)
+        match = pc.if_else(pa.array(in_fresh), _MATCHES.take(pa.array(np.maximum(weaker, 0))), match)
+        hop_overlap = hop.column("overlap").to_numpy(zero_copy_only=False).astype(np.float64)
+        # the hops' scores multiplied (a content_hash hop scores 1); only inexact kinds keep a score
+        product = np.where(np.isnan(overlap) | (overlap == 0), 1.0, overlap) \
+            * np.where(np.isnan(hop_overlap) | (hop_overlap == 0), 1.0, hop_overlap)
+        inexact = np.isin(chained, [_SPAN, _SIMILAR])
+        overlap = np.where(in_fresh, np.where(inexact, product, np.nan), overlap)
+        overlap_col = pa.array([round(x, 6) if chain and x == x else x
+                                for x, chain in zip(overlap.tolist(), in_fresh.tolist())], pa.float64(), from_pandas=True)
+    else:
+        overlap_col = rows.column("overlap").combine_chunks()
+    gone = pa.array(lost)
+    out = {
+        **{name: rows.column(name) for name in REDIRECT_SCHEMA.names},
+        "new_chunk_id": pc.if_else(gone, pa.scalar(None, pa.string()), new_id),
+        "new_section_id": pc.if_else(gone, pa.scalar(None, pa.string()), section),
+        "new_chunking_version": pa.repeat(pa.scalar(version, pa.string()), rows.num_rows),
+        "match": pc.if_else(gone, pa.scalar(REMOVED), match),
+        "overlap": pc.if_else(gone, pa.scalar(None, pa.float64()), overlap_col),
+    }
+    return pa.table(out, schema=REDIRECT_SCHEMA)
 
 
 def compute_redirects(
@@ -326,13 +497,22 @@ def compute_redirects(
     (doc_id, old_chunk_id), so the same inputs give the same table.
     """
     now = now or dt.datetime.now(dt.UTC)
-    base = {"dataset": dataset, "partition_date": partition_date, "new_chunking_version": chunking_version,
-            "created_at": now}
-    fresh = _fresh(previous, current, base)
-    rows = list(fresh.values()) + _carried(previous_redirects, current, fresh, chunking_version)
-    rows.sort(key=lambda r: (r.doc_id, r.old_chunk_id))
-    columns = {f.name: [getattr(r, f.name) for r in rows] for f in REDIRECT_SCHEMA}
-    return pa.Table.from_pydict(columns, schema=REDIRECT_SCHEMA)
+    fresh = match_vanished(previous, current)
+    n = fresh.num_rows
+    table = pa.table({
+        "dataset": pa.repeat(pa.scalar(dataset, pa.string()), n),
+        "partition_date": pa.repeat(pa.scalar(partition_date, pa.date32()), n),
+        **{name: fresh.column(name) for name in MATCH_COLUMNS[:6]},
+        "new_chunking_version": pa.repeat(pa.scalar(chunking_version, pa.string()), n),
+        "match": fresh.column("match"),
+        "overlap": fresh.column("overlap"),
+        "created_at": pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
+    }, schema=REDIRECT_SCHEMA)
+    carried = _carried(previous_redirects, current, fresh, chunking_version)
+    if carried is not None:
+        table = pa.concat_tables([table, carried])
+    order = pc.sort_indices(table, sort_keys=[("doc_id", "ascending"), ("old_chunk_id", "ascending")])
+    return table.take(order).combine_chunks()
 
 
 LAST_PUBLISHED = "chunks_last_published"

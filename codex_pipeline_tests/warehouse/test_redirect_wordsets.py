@@ -1,0 +1,76 @@
+"""Vectorized word sets: the same Jaccard as Python's ``frozenset(text.lower().split())``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from codex_pipeline.warehouse import wordsets
+
+PIECES = ["a", "B", "c", "É", "é", "ß", "İ", "ǅ", "x" * 9, "Y" * 17, "z" * 40, "ΣΑΣ", "\x00", "\x01", "\x1b", "\x7f",
+          "日本", "naïve", "Straße", "\u00a0", "\u2003", "\u3000", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c",
+          "\x1f", "\x85", "\u2028", "  ", "q"]
+
+
+def _texts(rng: random.Random, n: int) -> list[str]:
+    return ["".join(rng.choice(PIECES) for _ in range(rng.choice([0, 1, 4, 30, 90]))) for _ in range(n)]
+
+
+def _jaccard(a: str, b: str) -> float:
+    x, y = frozenset(a.lower().split()), frozenset(b.lower().split())
+    inter = len(x & y)
+    return inter / (len(x) + len(y) - inter) if x or y else 0.0
+
+
+def test_jaccard_equals_python_word_sets() -> None:
+    rng = random.Random(7)
+    left, right = _texts(rng, 600), _texts(rng, 500)
+    right[:100] = [t.upper() if k % 2 else t.replace(" ", "\t") for k, t in enumerate(left[:100])]  # alike
+    a, b = wordsets.word_sets(pa.array(left)), wordsets.word_sets(pa.chunked_array([right[:250], right[250:]]))
+    i = np.array([rng.randrange(600) for _ in range(5000)] + list(range(100)))
+    j = np.array([rng.randrange(500) for _ in range(5000)] + list(range(100)))
+    got = wordsets.jaccard(a, i, b, j)
+    assert got.tolist() == [_jaccard(left[x], right[y]) for x, y in zip(i.tolist(), j.tolist())]
+    assert (got[-100:] == 1.0).sum() > 20 and ((got > 0) & (got < 1)).sum() > 100  # not all trivial scores
+    in_order = wordsets.jaccard(a, np.arange(100), b, np.arange(100))  # consecutive rows: read as slices
+    assert in_order.tolist() == [_jaccard(x, y) for x, y in zip(left[:100], right[:100])]
+
+
+def test_blocks_and_slices_do_not_change_the_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(3)
+    texts = pa.array(_texts(rng, 400))
+    whole = wordsets.word_sets(texts)
+    monkeypatch.setattr(wordsets, "_BLOCK_BYTES", 64)  # many blocks, each a few texts, on threads
+    small = wordsets.word_sets(texts)
+    assert np.array_equal(whole.hashes, small.hashes) and np.array_equal(whole.bounds, small.bounds)
+    part = wordsets.word_sets(texts.slice(100, 50))  # an Arrow slice: a non-zero offset into the buffers
+    lo, hi = whole.bounds[100], whole.bounds[150]
+    assert np.array_equal(part.hashes, whole.hashes[lo:hi]) and np.array_equal(part.bounds, whole.bounds[100:151] - lo)
+    assert len(wordsets.word_sets(pa.array([], pa.string()))) == 0
+
+
+def test_pruning_keeps_every_pair_that_reaches_the_threshold_and_drops_unrelated_ones() -> None:
+    rng = random.Random(11)
+    vocab = [f"v{k}" for k in range(5000)]
+    left, right = [], []
+    for _ in range(3000):
+        size = rng.choice([1, 2, 5, 20, 120, 400])
+        words = rng.sample(vocab, size)
+        kept = rng.randint(0, size)  # shared words: scores spread over [0, 1], many near 0.5
+        other = words[:kept] + rng.sample(vocab, rng.randint(max(0, size - kept - 3), size - kept + 3))
+        left.append(" ".join(words))
+        right.append(" ".join(other))
+    a, b = wordsets.word_sets(pa.array(left)), wordsets.word_sets(pa.array(right))
+    bits = wordsets.signature_bits(a, b)
+    sa, sb = wordsets.signatures(a, bits), wordsets.signatures(b, bits)
+    i = np.arange(3000)
+    exact = wordsets.jaccard(a, i, b, i)
+    keep = wordsets.may_reach(sa, i, sb, i, 0.5)
+    assert ((exact >= 0.5) & ~keep).sum() == 0 and ((exact >= 0.45) & (exact < 0.55)).sum() > 100
+    unrelated = np.roll(i, 1)  # another row's words: a Jaccard near 0
+    assert wordsets.may_reach(sa, i, sb, unrelated, 0.5)[np.array([len(t.split()) >= 20 for t in left])].mean() < 0.1
+    with pytest.raises(ValueError, match="different widths"):
+        wordsets.may_reach(sa, i, wordsets.signatures(b, bits * 2), i, 0.5)
