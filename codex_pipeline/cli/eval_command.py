@@ -22,7 +22,15 @@ from typing import Any
 
 from codex_pipeline.datasets.days import partitions_start
 from codex_pipeline.evaluation.gold import GoldError, load_gold
-from codex_pipeline.evaluation.runner import SPAN_KINDS, CorpusPart, Evaluation, evaluate, land_corpus, source_maps
+from codex_pipeline.evaluation.runner import (
+    SPAN_KINDS,
+    UNITS,
+    CorpusPart,
+    Evaluation,
+    evaluate,
+    land_corpus,
+    source_maps,
+)
 from codex_pipeline.retrieval import Retriever, SearchMode
 from codex_pipeline.warehouse.storage import Warehouse
 
@@ -50,6 +58,8 @@ def add_eval_command(sub: Any) -> None:
                    help="with --work-dir: score the indexes already there (tuning ranking without re-running Dagster)")
     e.add_argument("--no-evidence-units", action="store_true",
                    help="cite each hit's whole chunk / matching sentence instead of its best evidence unit")
+    e.add_argument("--units", choices=UNITS, default="chunks",
+                   help="retrieve chunks (default) or seed-002 propositions (materialized for the eval, offline extractor)")
     e.add_argument("--json", action="store_true", help="print the figures as JSON")
     e.add_argument("--details", action="store_true", help="with --json: every question's scores and hits")
     e.set_defaults(func=cmd_eval)
@@ -83,7 +93,7 @@ def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[
             print(f"codex eval: {exc}", file=sys.stderr)
             return 2
         _say(args, f"landed {', '.join(f'{n} file(s) into {ds}' for ds, n in landed.items())} ({day})")
-        if not materialize(wh, [p.dataset for p in parts], day, kind):
+        if not materialize(wh, [p.dataset for p in parts], day, kind, propositions=args.units == "propositions"):
             print("codex eval: the materialization failed (see the Dagster log above)", file=sys.stderr)
             return 1
         _say(args, f"materialized through Dagster in {time.perf_counter() - t0:.1f}s")
@@ -94,7 +104,7 @@ def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[
     retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder,
                           evidence_units=not args.no_evidence_units)
     t1 = time.perf_counter()
-    result = evaluate(retriever, questions, maps, k=args.k, mode=args.mode, spans=args.spans)
+    result = evaluate(retriever, questions, maps, k=args.k, mode=args.mode, spans=args.spans, units=args.units)
     _say(args, f"{len(questions)} questions in {time.perf_counter() - t1:.1f}s")
     if args.json:
         print(json.dumps(result.as_dict(details=args.details), indent=1))
@@ -103,12 +113,13 @@ def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[
     return 0
 
 
-def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_kind: str) -> bool:
-    """Raw, chunks, embeddings and search index of ``datasets`` for ``day``, in one Dagster run."""
+def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_kind: str, propositions: bool = False) -> bool:
+    """Raw, chunks, embeddings and search index of ``datasets`` for ``day`` (and propositions), in one Dagster run."""
     import dagster as dg
 
     from codex_pipeline.datasets.registry import get_dataset
     from codex_pipeline.defs.assets import build_dataset_assets
+    from codex_pipeline.defs.proposition_assets import PropositionSettings, build_proposition_assets
     from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
     from codex_pipeline.defs.search_assets import build_search_index_asset
 
@@ -116,10 +127,13 @@ def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_k
     for name in datasets:
         spec = get_dataset(name)
         assets += [*build_dataset_assets(spec), build_search_index_asset(spec)]
+        if propositions:  # whether or not the registry opts the dataset in: the eval compares units
+            assets += build_proposition_assets(spec)
     result = dg.materialize(
         assets,
         partition_key=day.isoformat(),
-        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings(kind=embedder_kind)},
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings(kind=embedder_kind),
+                   "propositions": PropositionSettings()},
         raise_on_error=False,
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )

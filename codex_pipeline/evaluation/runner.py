@@ -104,8 +104,31 @@ class Evaluation:
         return out
 
 
-def hit_spans(hit: Hit, kind: str) -> tuple[tuple[int, int], ...]:
+def hit_spans(hit: Hit | _PropositionUnit, kind: str) -> tuple[tuple[int, int], ...]:
     return tuple(hit.evidence or hit.spans) if kind == "evidence" else tuple(hit.spans)
+
+
+UNITS = ("chunks", "propositions")
+
+
+@dataclass(frozen=True)
+class _PropositionUnit:
+    """A proposition hit as the scorer sees a chunk hit: its spans are the statement's evidence."""
+
+    doc_id: str
+    chunk_id: str
+    section_id: str  # the parent chunk's id: a proposition has no section of its own
+    spans: tuple[tuple[int, int], ...]
+    evidence: tuple[tuple[int, int], ...] = ()
+
+
+def _hits(retriever: Retriever, question: str, k: int, mode: SearchMode | str, units: str) -> list[Any]:
+    if units == "chunks":
+        return retriever.search(question, k=k, mode=mode)
+    return [
+        _PropositionUnit(p.doc_id, p.proposition_id, p.parent_chunk_id, tuple(p.spans))
+        for p in retriever.search_propositions(question, k=k, mode=mode)
+    ]
 
 
 def evaluate(
@@ -115,8 +138,11 @@ def evaluate(
     k: int = 5,
     mode: SearchMode | str = SearchMode.HYBRID,
     spans: str = "evidence",
+    units: str = "chunks",
 ) -> Evaluation:
-    """Score the top-``k`` hits of every question."""
+    """Score the top-``k`` hits of every question (chunks, or propositions: issue 13's comparison)."""
+    if units not in UNITS:
+        raise ValueError(f"units must be one of {', '.join(UNITS)}")
     if spans not in SPAN_KINDS:
         raise ValueError(f"spans must be one of {', '.join(SPAN_KINDS)}")
     results: list[QuestionResult] = []
@@ -124,7 +150,7 @@ def evaluate(
     for q in questions:
         retrieved: dict[str, list[tuple[int, int]]] = {}
         shown = []
-        for hit in retriever.search(q.question, k=k, mode=mode):
+        for hit in _hits(retriever, q.question, k, mode, units):
             canon = merge(hit_spans(hit, spans))
             smap = maps.get(hit.doc_id)
             mapped = smap.map(canon) if smap else {}
