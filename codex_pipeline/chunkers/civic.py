@@ -39,11 +39,15 @@ MERGE_SEPARATOR = "\n"  # between the texts of merged turns
 ANNOUNCEMENT_CHARS = 400  # longest excerpt of an announcing turn quoted in a summary
 SHORT_ANNOUNCEMENT_WORDS = 8  # a shorter announcing turn is quoted with the turn after it
 SUMMARY_SPEAKERS = 8  # speakers named in a transcript item summary
+DIGEST_TOKENS = 600  # the item's longest turns quoted in its summary, in meeting order, up to this many tokens
+AFTER_VOTE = "after a vote"  # the pattern of an item that starts after a vote (sources.council_transcript)
 #: how each kind of transcript item summary is built (also stated in the summary itself)
 SUMMARY_METHODS = {
-    "announced": "the chair's announcing turn(s), speaker labels and turn times",
-    "opening": "the first turn, speaker labels and turn times",
-    "whole_meeting": "speaker labels and turn times",
+    "announced": "the chair's announcing turn(s), speaker labels, turn times and the item's longest turns",
+    "after_vote": "the first turn after the vote that closed the item before, speaker labels, turn times and the "
+                  "item's longest turns",
+    "opening": "the first turn, speaker labels, turn times and the item's longest turns",
+    "whole_meeting": "speaker labels, turn times and the meeting's longest turns",
 }
 
 
@@ -55,8 +59,9 @@ class CivicLimits(RecordLimits):
     speaker's next turn in the item; ``merge_separator`` joins merged texts;
     ``announcement_chars``: longest excerpt of an announcing turn quoted in a summary;
     ``short_announcement_words``: a shorter announcing turn is quoted with the next one;
-    ``summary_speakers``: speakers named in a summary. A turn over the cap is cut into
-    pieces of up to ``piece_target_tokens``.
+    ``summary_speakers``: speakers named in a summary; ``digest_tokens``: the item's
+    longest turns quoted in its summary (its discussion, bounded: what a parent join
+    hands back). A turn over the cap is cut into pieces of up to ``piece_target_tokens``.
     """
 
     merge_below_tokens: int = MERGE_BELOW_TOKENS
@@ -65,6 +70,7 @@ class CivicLimits(RecordLimits):
     announcement_chars: int = ANNOUNCEMENT_CHARS
     short_announcement_words: int = SHORT_ANNOUNCEMENT_WORDS
     summary_speakers: int = SUMMARY_SPEAKERS
+    digest_tokens: int = DIGEST_TOKENS
 
 
 # ------------------------------------------------------------------ merging
@@ -313,7 +319,8 @@ def _item_summary(
         spans.append((s, e))
         return text[s:e]
 
-    kind = "announced" if announcements else "opening" if number == 0 else "whole_meeting"
+    after_vote = list(item.meta.get("patterns") or []) == [AFTER_VOTE]
+    kind = "announced" if announcements else "after_vote" if after_vote else "opening" if number == 0 else "whole_meeting"
     if announcements:
         pieces.append(f"Agenda item {number} (inferred: the chair, {chair}, announced it):")
         quoted: list[int] = []
@@ -326,11 +333,12 @@ def _item_summary(
             t = all_turns[a]
             s, e = _excerpt(text, t.text_start, t.text_end, limits.announcement_chars)
             pieces.append(f'"{quote(s, e)}{"…" if e < t.text_end else ""}"')
-    elif number == 0:
+    elif number == 0 or after_vote:
         t = turns[0]
         s, e = _excerpt(text, t.text_start, t.text_end, limits.announcement_chars)
-        pieces.append("Opening of the meeting (inferred: the turns before the chair's first agenda announcement), "
-                      f'beginning: "{quote(s, e)}{"…" if e < t.text_end else ""}"')
+        lead = ("Opening of the meeting (inferred: the turns before the chair's first agenda announcement)"
+                if number == 0 else f"Agenda item {number} (inferred: it follows the vote that closed the item before)")
+        pieces.append(f'{lead}, beginning: "{quote(s, e)}{"…" if e < t.text_end else ""}"')
     else:
         pieces.append("Whole meeting as one agenda item (no chair announcement of an agenda item was detected).")
     counts = Counter(t.speaker for t in turns)
@@ -348,9 +356,36 @@ def _item_summary(
     pieces.append(f"Time: {quote(first.start_pos, first.start_pos + len(first.start))}–"
                   f"{quote(last.end_pos, last.end_pos + len(last.end))}, "
                   f"{len(turns)} turn{'s' if len(turns) != 1 else ''}.")
+    digest = _digest(text, turns, limits.digest_tokens)
+    if digest:
+        pieces.append("Discussion (its longest turns, in order):")
+        for t in digest:
+            pieces.append(f'{quote(t.label_start, t.label_start + len(t.speaker))}: "{quote(t.text_start, t.text_end)}"')
     pieces.append(f"[Summary built by Codex without an LLM from {SUMMARY_METHODS[kind]}.]")
-    extra = {"start": first.start, "end": last.end, "composed": f"item summary from {SUMMARY_METHODS[kind]}"}
-    return " ".join(pieces), tuple(spans), extra, kind
+    extra = {"start": first.start, "end": last.end, "composed": f"item summary from {SUMMARY_METHODS[kind]}",
+             "char_span": [first.label_start, last.text_end]}  # the item's stretch, its last turn included
+    return " ".join(pieces), tuple(dict.fromkeys(spans)), extra, kind  # in quote order, each once
+
+
+def _digest(text: str, turns: list[_Turn], budget: int) -> list[_Turn]:
+    """The item's longest turns that fit ``budget`` tokens together, in meeting order.
+
+    Why the longest: in a council item they are the staff presentation, the questions
+    and the answers; the short ones are procedure ("Second.", "Yes."). The agenda item
+    is the parent of every turn, so this is what a parent join returns: the discussion,
+    bounded, instead of the chair's announcement alone.
+    """
+    if budget <= 0 or not turns:
+        return []
+    sizes = count_tokens_batch([text[t.text_start : t.text_end] for t in turns])
+    order = sorted(range(len(turns)), key=lambda i: (-sizes[i], i))
+    chosen: list[int] = []
+    used = 0
+    for i in order:
+        if used + sizes[i] + 4 <= budget:  # 4: the speaker label and quotes around the turn
+            chosen.append(i)
+            used += sizes[i] + 4
+    return [turns[i] for i in sorted(chosen)]
 
 
 def _excerpt(text: str, s: int, e: int, limit: int = ANNOUNCEMENT_CHARS) -> tuple[int, int]:

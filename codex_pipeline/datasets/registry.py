@@ -107,8 +107,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         load_day=load_civic_day,
         chunker=chunk_civic,
         limits=CivicLimits(merge_below_tokens=50, max_merged_tokens=400),
-        chunker_revision="2.0",  # 2.0: only adjacent turns of one speaker merge (docs/datasets/civic_intelligence.md)
-        source_version="2",  # 2: the reader stores its structure (raw.blocks)
+        chunker_revision="2.1",  # 2.1: item summaries quote the item's longest turns, char_span covers the last turn
+        source_version="3",  # 3: more agenda items inferred (more phrases, chair's other labels, after votes)
     ),
     DatasetSpec(
         name="events_timeline",

@@ -159,7 +159,6 @@ def best_units(
     vectors: UnitVectors,
     query: str = "",
     lexical_weight: float = LEXICAL_WEIGHT,
-    distinct: bool = True,
 ) -> list[tuple[Unit, float]]:
     """For each candidate ``(canonical text, spans, context prefix, bridge)``: its best unit and that unit's score.
 
@@ -169,10 +168,9 @@ def best_units(
     alone the units of one chunk differ by a few hundredths, and the unit naming the
     foundation, the bill or the street the question names often lost to a neighbour.
 
-    ``distinct``: candidates are taken in rank order and each cites its best unit that
-    overlaps nothing a candidate before it cites (its best unit when all do): a parent
-    and its child, two overlapping email windows or Markdown parts then point at two
-    places instead of the same sentences twice.
+    Tried and not kept: making each hit cite its best unit that overlaps nothing a
+    higher hit cites. Email recall +0.8, docs unchanged, council recall -3.2 (an agenda
+    item ranked above its turn pushed the turn to a worse unit).
     """
     pieces = [unit_pieces(text, spans) for text, spans, _, _ in candidates]
     bodies = [[" ".join(text[s:e] for s, e in u) for u in us] for (text, _, _, _), us in zip(candidates, pieces)]
@@ -183,7 +181,6 @@ def best_units(
     if query and lexical_weight and len(texts):
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, [b for bs in bodies for b in bs]))
     out: list[tuple[Unit, float]] = []
-    cited: dict[str, list[Span]] = {}  # per canonical text: what the hits before cite
     at = 0
     for (text, spans, _, bridge), us in zip(candidates, pieces):
         if not us:
@@ -191,17 +188,10 @@ def best_units(
             continue
         part = sims[at : at + len(us)]
         at += len(us)
-        units = [_join(list(spans), text, bridge)] if len(us) == 1 else [cite(text, u, bridge) for u in us]
-        before = cited.setdefault(text, [])
-        fresh = [k for k, u in enumerate(units) if not _overlaps(u, before)] if distinct else []
-        i = max(fresh, key=lambda k: (part[k], -k)) if fresh else int(np.argmax(part))
-        before.extend(units[i])
-        out.append((units[i], float(part[i])))
+        i = int(np.argmax(part))
+        unit = _join(list(spans), text, bridge) if len(us) == 1 else cite(text, us[i], bridge)
+        out.append((unit, float(part[i])))
     return out
-
-
-def _overlaps(unit: Unit, spans: Sequence[Span]) -> bool:
-    return any(s < e2 and s2 < e for s, e in unit for s2, e2 in spans)
 
 
 def lexical_shares(query: str, texts: Sequence[str]) -> list[float]:

@@ -128,17 +128,30 @@ CALL_TO_ORDER_WINDOW = 30  # turns searched for the call to order
 
 #: Phrases with which a chair moves the meeting to its next agenda item. Each is a
 #: transition, not a mention: "the next item on the agenda is", "we will move on to the
-#: consent agenda", "next order of business is", "new agenda item", and the opening of
-#: general public comment ("public comments on items that are not on the agenda").
+#: consent agenda", "next order of business is", "new agenda item", the opening of
+#: general public comment ("public comments on items that are not on the agenda"), "that
+#: brings us to", "next we have / next up is", "let's turn to item 5", "item number 5 is",
+#: "I'll open the public hearing". Not "move to approve" (a motion), not "any further
+#: commissioner comments" (closing a round, not opening an item).
 ANNOUNCEMENT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("ordinal item … is",
-     r"\b(?:next|first|second|third|last|final|only|one)\s+(?:agenda\s+)?item\b[^.?!]{0,40}?\bis\b"),
-    ("move/go on to", r"\b(?:move|moving|go|going|proceed)\s+on\s+to\b"),
+     r"\b(?:next|first|second|third|last|final|only|one)\s+(?:agenda\s+)?item\b[^.?!]{0,40}?\b(?:is|will be)\b"),
+    ("move/go on to", r"\b(?:move|moving|go|going|proceed|turn|turning)\s+(?:on\s+|now\s+)?to\s+(?:item|the|our)\b"
+                      r"|\b(?:move|moving|go|going|proceed)\s+on\s+to\b"),
     ("order of business is", r"\border\s+(?:of\s+)?business\s+is\b"),
     ("new agenda item", r"\bnew agenda item\b"),
     ("general public comment",
      r"\b(?:time for public comments?|public comments? on (?:items|anything|something)\b[^.?!]{0,30}?\bnot on)\b"),
+    ("brings us to", r"\b(?:brings|bring|takes)\s+us\s+(?:on\s+)?to\b"),
+    ("next we have / next up", r"\bnext,?\s+(?:we\s+have|up\s+is|up\s+we\s+have|on\s+the\s+agenda)\b|\bup\s+next\s+is\b"),
+    ("item number … is", r"\b(?:agenda\s+)?item\s+(?:number\s+)?[a-z]?\d{1,2}\b[^.?!]{0,60}?\b(?:is|will be)\b"),
+    ("open the public hearing", r"\b(?:open|opening|reopen|resume)\s+(?:the\s+|this\s+)?public\s+hearing\b"),
 )
+#: A vote's result ("Motion carries.", "motion passes 4 to 1"): the item it decided is over.
+VOTE_RESULT = re.compile(r"\bmotion\s+(?:carries|carried|passes|passed|fails|failed)\b|\bpasses\s+unanimously\b", re.I)
+_NUMBER = r"(?:\d+|zero|one|two|three|four|five|six|seven|eight|nine)"
+_TALLY = re.compile(rf"\W*(?:{_NUMBER}\s+(?:to|-)\s+{_NUMBER}\b|unanimous)", re.I)  # "Four to zero.", "4 to 0 with …"
+AFTER_VOTE = "after a vote"
 # one search per turn; the group that matched names the pattern
 _ANNOUNCEMENT = re.compile("|".join(f"(?P<p{i}>{p})" for i, (_, p) in enumerate(ANNOUNCEMENT_PATTERNS)), re.I)
 MIN_ITEM_TURNS = 4  # an announcement this close after the previous one joins that item
@@ -149,7 +162,9 @@ class InferredItem:
     """A run of turns forming one agenda item.
 
     ``number`` is 0 for the opening (turns before the first announcement), then 1, 2, …
-    in announcement order; a meeting with no announcement is the single item 1.
+    in announcement order; a meeting with no announcement and no vote is the single
+    item 1. An item that starts after a vote has no announcements and the pattern
+    :data:`AFTER_VOTE`.
     """
 
     number: int
@@ -166,6 +181,19 @@ class AgendaInference:
     items: tuple[InferredItem, ...]
     fired: int  # chair turns that matched an announcement pattern
     joined: int  # of those, announcements that joined the previous item (MIN_ITEM_TURNS)
+
+
+def announcers(chair: str | None, turns: list[Turn]) -> frozenset[str]:
+    """Speaker labels whose announcements count: the chair and every label with a chair's title.
+
+    Diarization gives one presiding officer several labels ("Commissioner Hassel" calls
+    the meeting to order, "Mayor Hassel" announces the next item), so a label titled like
+    a chair (Mayor, Chair, President, Presiding) announces too.
+    """
+    names = {t.speaker for t in turns if _CHAIR_TITLE.match(t.speaker)}
+    if chair:
+        names.add(chair)
+    return frozenset(names)
 
 
 def find_chair(text: str, turns: list[Turn]) -> tuple[str | None, str]:
@@ -190,27 +218,31 @@ def announcement_pattern(text: str, turn: Turn) -> str | None:
 def infer_agenda_items(text: str, turns: list[Turn]) -> AgendaInference:
     """Split a meeting into agenda items where the chair announces the next one.
 
-    A chair turn matching :data:`ANNOUNCEMENT_PATTERNS` starts a new item, unless it
+    A turn of the chair (or of a label titled like a chair, :func:`announcers`) matching
+    :data:`ANNOUNCEMENT_PATTERNS` starts a new item, unless it
     comes fewer than :data:`MIN_ITEM_TURNS` turns after the previous boundary: then
     the chair is still introducing the same item ("move on to the general agenda" …
     "the first item on the general agenda is") and the announcement joins that item.
-    Turns before the first announcement form item 0 (the opening); with no
-    announcement at all the meeting is item 1. Items are numbered by position in the
+    A vote result with no announcement soon after it also ends an item
+    (:func:`_after_votes`). Turns before the first boundary form item 0 (the opening);
+    with no boundary at all the meeting is item 1. Items are numbered by position in the
     meeting, so the numbering depends only on the file.
     """
     chair, basis = find_chair(text, turns)
+    speakers = announcers(chair, turns)
     groups: list[list[tuple[int, str]]] = []
     fired = joined = 0
+    announced = [i for i, t in enumerate(turns) if t.speaker in speakers and announcement_pattern(text, t)]
+    after_votes = set(_after_votes(text, turns, announced))
     for i, t in enumerate(turns):
-        if t.speaker != chair:
-            continue
-        name = announcement_pattern(text, t)
+        name = AFTER_VOTE if i in after_votes else announcement_pattern(text, t) if t.speaker in speakers else None
         if name is None:
             continue
-        fired += 1
+        fired += name != AFTER_VOTE
         if groups and i - groups[-1][0][0] < MIN_ITEM_TURNS:
-            groups[-1].append((i, name))
-            joined += 1
+            if name != AFTER_VOTE:
+                groups[-1].append((i, name))
+                joined += 1
         else:
             groups.append([(i, name)])
     if not turns:
@@ -222,10 +254,31 @@ def infer_agenda_items(text: str, turns: list[Turn]) -> AgendaInference:
         items.append(InferredItem(0, 0, groups[0][0][0]))
     for k, group in enumerate(groups):
         end = groups[k + 1][0][0] if k + 1 < len(groups) else len(turns)
-        items.append(
-            InferredItem(k + 1, group[0][0], end, tuple(i for i, _ in group), tuple(n for _, n in group))
-        )
+        said = [(i, n) for i, n in group if n != AFTER_VOTE]
+        items.append(InferredItem(k + 1, group[0][0], end, tuple(i for i, _ in said),
+                                  tuple(n for _, n in said) or (AFTER_VOTE,)))
     return AgendaInference(chair, basis, tuple(items), fired, joined)
+
+
+def _after_votes(text: str, turns: list[Turn], announced: list[int]) -> list[int]:
+    """Where an item starts because the one before was decided by a vote and no announcement follows.
+
+    The first turn after a vote result (:data:`VOTE_RESULT`, any speaker; tally-only
+    turns such as "Four to zero." still belong to the vote) starts an item, unless an
+    announcement comes within :data:`MIN_ITEM_TURNS` turns (it then starts the item) or
+    fewer than that many turns are left (the adjournment stays with the last item). A
+    meeting whose chair never uses a known phrase is still cut at its decisions.
+    """
+    out = []
+    for v, t in enumerate(turns):
+        if not VOTE_RESULT.search(text, t.text_start, t.text_end):
+            continue
+        s = v + 1
+        while s < len(turns) and _TALLY.match(text, turns[s].text_start, turns[s].text_end):
+            s += 1
+        if s + MIN_ITEM_TURNS < len(turns) and not any(v < a < s + MIN_ITEM_TURNS for a in announced):
+            out.append(s)
+    return out
 
 
 # ---------------------------------------------------------------- blocks

@@ -134,16 +134,30 @@ def test_golden_transcript_tree() -> None:
     assert summary[3] == (
         'Agenda item 1 (inferred: the chair, Mayor Quinn, announced it): "The next item on the agenda is the library '
         'roof replacement." Speakers: Mayor Quinn (2 turns), Director Lee (2 turns), Councilmember Ruiz (2 turns). '
-        "Time: 00:00:07.000–00:01:01.500, 6 turns. [Summary built by Codex without an LLM from the chair's "
-        "announcing turn(s), speaker labels and turn times.]"
+        "Time: 00:00:07.000–00:01:01.500, 6 turns. Discussion (its longest turns, in order): Mayor Quinn: \"The next "
+        'item on the agenda is the library roof replacement." Director Lee: "The library roof is 31 years old and has '
+        "leaked over the reading room three times this year. The low bid from Harbor Roofing is $412,000, which is "
+        "within the $450,000 budget, and the work would close the library for two weeks in March while the crews "
+        'replace the deck above the reading room." Councilmember Ruiz: "How long will the library be closed?" '
+        'Director Lee: "Two weeks in March." Mayor Quinn: "Thank you." Councilmember Ruiz: "Thanks." [Summary built '
+        "by Codex without an LLM from the chair's announcing turn(s), speaker labels, turn times and the item's "
+        "longest turns.]"
     )
-    assert [doc.text[s:e] for s, e in summary[4]] == [
+    quoted = [doc.text[s:e] for s, e in summary[4]]  # in the order the summary quotes them, each span once
+    assert quoted[:6] == [
         "The next item on the agenda is the library roof replacement.",
         "Mayor Quinn", "Director Lee", "Councilmember Ruiz", "00:00:07.000", "00:01:01.500",
     ]
+    said = [q for q in quoted[6:] if q not in ("Mayor Quinn", "Director Lee", "Councilmember Ruiz")]  # digest turns
+    assert said == [doc.text[doc.text.index("The library roof is 31") : doc.text.index("above the reading room.") + 23],
+                    "How long will the library be closed?", "Two weeks in March.", "Thank you.", "Thanks."]
+    assert len(set(summary[4])) == len(summary[4])
+    last_turn_end = doc.text.rindex("Thanks.") + len("Thanks.")
     assert summary[5] == {
         "start": "00:00:07.000", "end": "00:01:01.500",
-        "composed": "item summary from the chair's announcing turn(s), speaker labels and turn times",
+        "composed": "item summary from the chair's announcing turn(s), speaker labels, turn times and the item's "
+                    "longest turns",
+        "char_span": [doc.text.index("Mayor Quinn:\nStart: 00:00:07"), last_turn_end],  # the item, last turn included
     }
     assert got[0][3].startswith('Opening of the meeting (inferred: the turns before the chair\'s first agenda '
                                 'announcement), beginning: "I call this meeting of the Testville Town Council to order."')
