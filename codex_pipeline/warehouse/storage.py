@@ -104,9 +104,7 @@ class Warehouse:
         """
         path = self.partition_path(dataset, name, day, part)
         if stamp:
-            meta = dict(table.schema.metadata or {})
-            meta.update({f"codex.{k}".encode(): v.encode() for k, v in stamp.items()})
-            table = table.replace_schema_metadata(meta)
+            table = table.replace_schema_metadata(_stamped(table.schema, stamp).metadata)
         write_parquet_atomic(table, path)
         return path
 
@@ -114,11 +112,7 @@ class Warehouse:
         self, dataset: str, name: str, day: dt.date, schema: pa.Schema, stamp: dict[str, str] | None = None
     ) -> PartitionWriter:
         """A partition written in row groups (bounded memory), published atomically at the end."""
-        if stamp:
-            meta = dict(schema.metadata or {})
-            meta.update({f"codex.{k}".encode(): v.encode() for k, v in stamp.items()})
-            schema = schema.with_metadata(meta)
-        return PartitionWriter(self.partition_path(dataset, name, day), schema)
+        return PartitionWriter(self.partition_path(dataset, name, day), _stamped(schema, stamp) if stamp else schema)
 
     def remove(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -135,23 +129,21 @@ class Warehouse:
         return True
 
     def read(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> pa.Table:
+        return pq.read_table(self._existing(dataset, name, day, part))
+
+    def read_groups(self, dataset: str, name: str, day: dt.date) -> Iterator[pa.Table]:
+        """A partition one row group at a time: what a step streams instead of reading the day whole."""
+        with pq.ParquetFile(self._existing(dataset, name, day)) as pf:
+            for i in range(pf.num_row_groups):
+                yield pf.read_row_group(i)
+
+    def _existing(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> Path:
         path = self.partition_path(dataset, name, day, part)
         if not path.exists():
             raise FileNotFoundError(
                 f"no {dataset}/{name} partition for {day}: {path} is missing (materialize it first)"
             )
-        return pq.read_table(path)
-
-    def read_groups(self, dataset: str, name: str, day: dt.date) -> Iterator[pa.Table]:
-        """A partition one row group at a time: what a step streams instead of reading the day whole."""
-        path = self.partition_path(dataset, name, day)
-        if not path.exists():
-            raise FileNotFoundError(
-                f"no {dataset}/{name} partition for {day}: {path} is missing (materialize it first)"
-            )
-        with pq.ParquetFile(path) as pf:
-            for i in range(pf.num_row_groups):
-                yield pf.read_row_group(i)
+        return path
 
     def partitions(self, dataset: str, name: str) -> dict[dt.date, Path]:
         """Existing whole-day partition files of a table, by day."""
@@ -201,7 +193,7 @@ class PartitionWriter:
         self.schema = schema
         self.rows = 0
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        self.tmp = _temp_path(path)
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
             self.tmp, schema, compression="zstd", write_page_checksum=True
         )
@@ -248,6 +240,17 @@ class PartitionWriter:
 
 TEMP_SUFFIX = ".tmp"
 """Temp files are ``.<target name>.<pid>.<random>.tmp`` beside their target."""
+
+
+def _temp_path(path: Path) -> Path:
+    return path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+
+
+def _stamped(schema: pa.Schema, stamp: dict[str, str]) -> pa.Schema:
+    """``schema`` with ``codex.<key>`` footer entries (read back by :meth:`Warehouse.stamp`)."""
+    meta = dict(schema.metadata or {})
+    meta.update({f"codex.{k}".encode(): v.encode() for k, v in stamp.items()})
+    return schema.with_metadata(meta)
 
 
 def _umask_mode() -> int:
@@ -530,7 +533,7 @@ def _rebuild_catalog(warehouse: Warehouse, registry: dict[str, dict[str, str]]) 
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temp path beside ``path`` to write, renamed over ``path`` on success (mode per umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    tmp = _temp_path(path)
     try:
         yield tmp
         if tmp.exists():
