@@ -6,7 +6,9 @@ Synthesizes ``--partitions`` daily partitions of ``--chunks`` chunks each (raw,
 chunks and embeddings Parquet written through :class:`Warehouse`; documents of five
 chunks, a summary parent and four children, cut verbatim from their canonical
 text; words drawn from a Zipf distribution over a 30,000-word vocabulary, a permit
-number per document; 384-d vectors around 4,000 topic centroids), a fraction
+number per document; 384-d vectors around 4,000 topic centroids; the evidence units of
+chunks with several, as the embeddings step writes them, each unit's vector near its
+chunk's), a fraction
 ``--relanded`` of each day's documents re-landing earlier ones (superseded versions
 must not be indexed). The document index is built from those files with
 :func:`codex_pipeline.warehouse.current.ensure_index`.
@@ -18,7 +20,8 @@ Then, each in its own process so peak RSS is per role:
   one more day lands and the index is updated (the daily cost: graph reused);
 * **search**: ``Retriever`` cold start (open + model load + first query), then warm
   p50/p95 over ``--queries`` queries for ``vector``, ``bm25`` and ``hybrid`` (each
-  query embedded by the real local MiniLM model: its cost is part of the latency),
+  query embedded by the real local MiniLM model: its cost is part of the latency; each
+  hit's evidence unit is chosen from the stored unit vectors),
   and point lookups by ``chunk_id``; peak RSS of that process.
 
 Targets (issue 11): hybrid p50 ≤ 150 ms warm, peak RSS ≤ 1.5 GB, point lookup ≤ 50 ms.
@@ -46,6 +49,7 @@ import pyarrow as pa
 
 from codex_pipeline.core.contract import CHUNK_SCHEMA, RAW_SCHEMA
 from codex_pipeline.core.ids import make_chunk_id, make_doc_id
+from codex_pipeline.datasets.embed_step import UNITS_TABLE, units_of
 from codex_pipeline.embeddings import embeddings_schema
 from codex_pipeline.warehouse.current import ensure_index, landed_from_raw, update_index
 from codex_pipeline.warehouse.storage import Warehouse
@@ -166,6 +170,28 @@ class Synth:
         return table.append_column(pa.field("partition_date", pa.date32(), nullable=False), pa.array([day] * n, pa.date32()))
 
 
+def write_units(wh: Warehouse, synth: Synth, day: dt.date, chunks: pa.Table, emb: pa.Table) -> int:
+    """The day's evidence-unit rows as the embeddings step writes them, each vector near its chunk's."""
+    units = units_of(wh, DATASET, day, chunks)
+    n = units.num_rows
+    owner_row = {cid: i for i, cid in enumerate(emb.column("chunk_id").to_pylist())}
+    base = emb.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, DIMS)
+    v = base[[owner_row[c] for c in units.column("owner").to_pylist()]]
+    v = v + 0.05 * synth.rng.standard_normal((n, DIMS), dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    table = pa.table({
+        "chunk_id": units.column("owner"), "unit_index": units.column("unit_index"), "pieces": units.column("pieces"),
+        "input_hash": pa.array(_sha(units.column("chunk_text").to_pylist())),
+        "embedding_model": pa.array([synth.model] * n), "embedding_version": pa.array([synth.version] * n),
+        "dimensions": pa.array([DIMS] * n, pa.int32()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), DIMS),
+        "embedded_at": pa.array([dt.datetime.now(dt.UTC)] * n, pa.timestamp("us", tz="UTC")),
+        "partition_date": pa.array([day] * n, pa.date32()),
+    })
+    wh.write(table, DATASET, UNITS_TABLE, day)
+    return n
+
+
 def synthesize(wh: Warehouse, args: argparse.Namespace, model: str, version: str) -> Synth:
     synth = Synth(args.seed, args.chunks, args.relanded, model, version)
     for i in range(args.partitions):
@@ -174,6 +200,7 @@ def synthesize(wh: Warehouse, args: argparse.Namespace, model: str, version: str
         wh.write(raw, DATASET, "raw", day)
         wh.write(chunks, DATASET, "chunks", day)
         wh.write(emb, DATASET, "embeddings", day)
+        write_units(wh, synth, day, chunks, emb)
         if (i + 1) % 50 == 0 or i + 1 == args.partitions:
             print(f"  {i + 1}/{args.partitions} partitions written", flush=True)
     ensure_index(wh, DATASET)
@@ -197,6 +224,11 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
         synth = Synth(args.seed + 1, args.chunks, args.relanded, embedder.model, embedder.version)
         synth.next_record = json.loads(marker.read_text())["next_record"]
         print("  reusing the synthesized partitions in the data dir", flush=True)
+        missing = sorted(set(wh.partitions(DATASET, "embeddings")) - set(wh.partitions(DATASET, UNITS_TABLE)))
+        for i, day in enumerate(missing):  # kept from before evidence units were stored
+            write_units(wh, synth, day, wh.read(DATASET, "chunks", day), wh.read(DATASET, "embeddings", day))
+            if (i + 1) % 50 == 0 or i + 1 == len(missing):
+                print(f"  evidence units added to {i + 1}/{len(missing)} partitions", flush=True)
     else:
         synth = synthesize(wh, args, embedder.model, embedder.version)
         marker.write_text(json.dumps({"params": params, "next_record": synth.next_record}))
@@ -206,6 +238,7 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     out["build_s"] = time.perf_counter() - t0
     out["indexed_chunks"] = manifest.chunks
     out["indexed_vectors"] = manifest.vectors
+    out["indexed_units"] = manifest.units
     out["build_peak_rss_mb"] = _peak_mb()
     # one more day lands: the daily update (graph reused, BM25 rebuilt)
     raw, chunks, emb = synth.day(args.partitions)
@@ -213,6 +246,7 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     wh.write(raw, DATASET, "raw", day)
     wh.write(chunks, DATASET, "chunks", day)
     wh.write(emb, DATASET, "embeddings", day)
+    write_units(wh, synth, day, chunks, emb)
     update_index(wh, DATASET, day, landed=landed_from_raw(raw))
     t0 = time.perf_counter()
     manifest, _ = update_dataset_index(wh, DATASET, embedder.model, embedder.version)

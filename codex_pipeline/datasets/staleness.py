@@ -2,7 +2,7 @@
 
 Reads only Parquet footers: each raw file carries the ``source_version`` its reader
 had, each chunks (or quarantine) file the ``chunking_version`` it was built with,
-each embeddings file its model and version.
+each embeddings file its model and version and the evidence-unit recipe.
 Partitions never materialized are not stale: schedules and backfills build them
 (a sensor that chased them would race those runs).
 """
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codex_pipeline.datasets.registry import DatasetSpec
+from codex_pipeline.retrieval.units import UNITS_VERSION
 from codex_pipeline.warehouse.storage import Warehouse
 
 
@@ -65,14 +66,16 @@ def stale_partitions(
             if emb is None:
                 continue  # never embedded: the schedule or a backfill builds it, not a version change
             stamp = wh.stamp(emb)
-            built_with = (stamp.get("embedding_model"), stamp.get("embedding_version"))
-            if built_with == (embedding_model, embedding_version):
+            built_with = (stamp.get("embedding_model"), stamp.get("embedding_version"), stamp.get("units_version"))
+            if built_with == (embedding_model, embedding_version, UNITS_VERSION):
                 continue
+            why = (f"embedding {built_with[0]} {built_with[1]} -> {embedding_model} {embedding_version}"
+                   if built_with[:2] != (embedding_model, embedding_version)
+                   else f"evidence units {built_with[2] or 'none'} -> {UNITS_VERSION}")
             out.append(
                 StalePartition(
-                    spec.name, day, "embeddings",
-                    f"embedding {built_with[0]} {built_with[1]} -> {embedding_model} {embedding_version}",
-                    f"{spec.name}:{day}:embedding={embedding_model}|{embedding_version}",
+                    spec.name, day, "embeddings", why,
+                    f"{spec.name}:{day}:embedding={embedding_model}|{embedding_version}|{UNITS_VERSION}",
                 )
             )
     return out

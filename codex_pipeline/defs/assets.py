@@ -14,7 +14,7 @@ from codex_pipeline.core.contract import CHUNK_SCHEMA, RAW_SCHEMA, REJECT_SCHEMA
 from codex_pipeline.core.contract_check import ContractReport, validate_chunks
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.datasets import steps as pipeline
-from codex_pipeline.datasets.embed_step import embed_day
+from codex_pipeline.datasets.embed_step import UNITS_TABLE, embed_day
 from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
 from codex_pipeline.datasets.validation import validate_partition
 from codex_pipeline.defs.partitions import daily_partitions
@@ -366,7 +366,8 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         kinds={"parquet", "duckdb"},
         description=(
             f"A vector for every contract-checked {spec.name} chunk, `codex.{spec.name}_embeddings`. "
-            "Vectors are reused whenever the exact input text, model and version are unchanged."
+            "Vectors are reused whenever the exact input text, model and version are unchanged. Chunks with several "
+            f"evidence units get a vector per unit too, `codex.{spec.name}_evidence_units`, for search."
         ),
         metadata={"dataset": spec.name},
     )
@@ -379,11 +380,15 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         for key in context.partition_keys:
             done = embed_day(wh, spec.name, dt.date.fromisoformat(key), embedder)
             counts = done.counts.as_dict()
-            per_day[key] = {k: counts[k] for k in ("inputs", "reused", "embedded", "requests")}
+            unit_counts = done.unit_counts.as_dict()
+            per_day[key] = {**{k: counts[k] for k in ("inputs", "reused", "embedded", "requests")},
+                            "units": done.units, "units_embedded": unit_counts["embedded"]}
             for k, v in counts.items():
                 totals[k] = totals.get(k, 0) + v
+            for k, v in unit_counts.items():
+                totals[f"units_{k}"] = totals.get(f"units_{k}", 0) + v
             context.log.info(f"{spec.name} {key}: {per_day[key]}")
-        created = ensure_views(wh, [(spec.name, "embeddings"), (spec.name, "chunks")])
+        created = ensure_views(wh, [(spec.name, "embeddings"), (spec.name, UNITS_TABLE), (spec.name, "chunks")])
         return dg.MaterializeResult(
             metadata={
                 "inputs": totals.get("inputs", 0),
@@ -392,6 +397,9 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 "requests": totals.get("requests", 0),
                 "recovered_from_checkpoint": totals.get("recovered", 0),
                 "long_inputs": totals.get("long_inputs", 0),
+                "evidence_units": totals.get("units_inputs", 0),
+                "evidence_units_reused": totals.get("units_reused", 0),
+                "evidence_units_embedded": totals.get("units_embedded", 0),
                 "embedding_model": embedder.model,
                 "embedding_version": embedder.version,
                 "dimensions": embedder.dimensions,

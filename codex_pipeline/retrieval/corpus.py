@@ -1,7 +1,7 @@
 """Read a dataset's current corpus from the warehouse and (re)build its search index.
 
 The tables come from the same view definitions users query
-(``codex.<dataset>_chunks``, ``_raw``, ``_embeddings``: each live document's latest
+(``codex.<dataset>_chunks``, ``_raw``, ``_embeddings``, ``_evidence_units``: each live document's latest
 landing, retracted documents left out), run on an in-memory DuckDB so a build
 never takes the catalog file's lock. :func:`build_search_index` itself takes plain
 Arrow tables and is tested without a warehouse.
@@ -21,7 +21,7 @@ from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_sea
 from codex_pipeline.retrieval.retriever import index_root
 from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, file_lock, views_for
 
-SOURCE_TABLES = ("chunks", "raw", "embeddings")
+SOURCE_TABLES = ("chunks", "raw", "embeddings", "evidence_units")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class CurrentCorpus:
     chunks: pa.Table
     documents: pa.Table  # doc_id, canonical_text
     embeddings: pa.Table | None
+    units: pa.Table | None  # evidence-unit vectors of chunks with several units
     current: bool  # False: the dataset has no document index, every partition was read
 
 
@@ -47,7 +48,7 @@ def read_current_corpus(
         have = set(views)
         if f"{dataset}_chunks" not in have:
             empty = pa.schema([(c, pa.string()) for c in ROW_COLUMNS])
-            return CurrentCorpus(empty.empty_table(), pa.table({"doc_id": [], "canonical_text": []}), None, False)
+            return CurrentCorpus(empty.empty_table(), pa.table({"doc_id": [], "canonical_text": []}), None, None, False)
         cols = ", ".join(ROW_COLUMNS)
         chunks = con.sql(f"SELECT {cols} FROM {SCHEMA}.{dataset}_chunks").to_arrow_table()
         documents = (
@@ -58,22 +59,29 @@ def read_current_corpus(
             if f"{dataset}_raw" in have
             else pa.table({"doc_id": pa.array([], pa.string()), "canonical_text": pa.array([], pa.large_string())})
         )
+        where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
+        params = [embedding_model, embedding_version] if where else []
         embeddings = None
         if f"{dataset}_embeddings" in have:
-            where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
-            params = [embedding_model, embedding_version] if where else []
             embeddings = con.sql(
                 "SELECT chunk_id, partition_date, input_hash, embedding_model, embedding_version, vector "
                 f"FROM {SCHEMA}.{dataset}_embeddings{where}",
                 params=params,
             ).to_arrow_table()
+        units = None
+        if f"{dataset}_evidence_units" in have:
+            units = con.sql(
+                "SELECT chunk_id, partition_date, unit_index, input_hash, embedding_model, embedding_version, vector "
+                f"FROM {SCHEMA}.{dataset}_evidence_units{where}",
+                params=params,
+            ).to_arrow_table()
     finally:
         con.close()
-    return CurrentCorpus(chunks, documents, embeddings, f"{dataset}_chunks_history" in have)
+    return CurrentCorpus(chunks, documents, embeddings, units, f"{dataset}_chunks_history" in have)
 
 
 def source_fingerprint(wh: Warehouse, dataset: str) -> dict[str, str]:
-    """What the index is built from: the document index and every chunks/raw/embeddings file (name, size, mtime).
+    """What the index is built from: the document index and every file of :data:`SOURCE_TABLES` (name, size, mtime).
 
     Equal fingerprints mean equal inputs, so a materialization can skip the rebuild.
     """
@@ -115,6 +123,7 @@ def update_dataset_index(
             corpus.chunks,
             corpus.documents,
             corpus.embeddings,
+            corpus.units,
             embedding_model=embedding_model,
             embedding_version=embedding_version,
             source={**source, "current_corpus": "yes" if corpus.current else "no document index: every partition"},

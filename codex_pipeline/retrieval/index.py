@@ -9,6 +9,8 @@ Layout, under ``warehouse/<dataset>/search_index/``::
         docs.arrow          canonical text of each current document (spans and context come from it; batches of 32)
         bm25/               term ids per chunk and the BM25 score matrix (.npy; columns read per query)
         vectors.usearch     HNSW graph over f16 vectors, keyed like rows.arrow (opened as a view)
+        units.npy           f16 vectors of the evidence units of chunks with several (rows' unit_start/unit_count)
+        unit_keys.npy       uint64 key of each unit's embedded text (retrieval.units.unit_key), to verify it
 
 A build writes a new version folder next to the live one and then swaps
 ``CURRENT``: a reader holding the previous version keeps reading it (the previous
@@ -55,13 +57,15 @@ from codex_pipeline.retrieval import bm25
 from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze, stemming
 from codex_pipeline.retrieval.units import context_prefix
 
-FORMAT_VERSION = "4"  # 4: rows/docs in small record batches, read per hit (3: BM25 terms include the context prefix)
+FORMAT_VERSION = "5"  # 5: stored evidence-unit vectors (4: rows/docs in record batches read per hit; 3: BM25 context prefix)
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 ROWS_FILE = "rows.arrow"
 DOCS_FILE = "docs.arrow"
 BM25_DIR = "bm25"
 VECTORS_FILE = "vectors.usearch"
+UNITS_FILE = "units.npy"
+UNIT_KEYS_FILE = "unit_keys.npy"
 VECTOR_DTYPE = "f16"
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
@@ -112,6 +116,7 @@ class IndexManifest:
     build_seconds: float
     analyzer: str
     terms_reused: int = 0  # chunks whose analyzed terms were taken over (not analyzed again)
+    units: int = 0  # stored evidence-unit vectors (of chunks with several units)
     format_version: str = FORMAT_VERSION
     source: Mapping[str, str] = field(default_factory=dict)  # fingerprint of the inputs
 
@@ -151,6 +156,7 @@ def build_search_index(
     chunks: pa.Table,
     documents: pa.Table,
     embeddings: pa.Table | None = None,
+    units: pa.Table | None = None,
     *,
     embedding_model: str | None = None,
     embedding_version: str | None = None,
@@ -164,7 +170,9 @@ def build_search_index(
     and ``canonical_text`` of the current documents; ``embeddings``: ``chunk_id``,
     ``partition_date``, ``input_hash``, ``embedding_model``, ``embedding_version``,
     ``vector`` — only vectors of ``embedding_model``/``embedding_version`` (default:
-    the most common pair) computed from a chunk's exact current text are indexed.
+    the most common pair) computed from a chunk's exact current text are indexed;
+    ``units``: the evidence-unit vectors (``codex.<dataset>_evidence_units``: ``chunk_id``,
+    ``partition_date``, ``unit_index``, ``input_hash``, model, version, ``vector``) of that pair.
     With ``reuse``, the live version's graph is updated instead of rebuilt.
     """
     t0 = time.perf_counter()
@@ -175,6 +183,14 @@ def build_search_index(
     model, version = _pick_model(embeddings, embedding_model, embedding_version)
     vectors, has_vector = _vectors(rows, embeddings, model, version)
     rows = rows.append_column("has_vector", pa.array(has_vector))
+    unit_rows, unit_emb = _unit_rows(rows, units, model, version)
+    starts = np.full(rows.num_rows, -1, np.int64)
+    counts = np.zeros(rows.num_rows, np.int32)
+    if len(unit_rows):
+        first = np.flatnonzero(np.r_[True, unit_rows[1:] != unit_rows[:-1]])
+        starts[unit_rows[first]] = first
+        counts[unit_rows[first]] = np.diff(np.r_[first, len(unit_rows)])
+    rows = rows.append_column("unit_start", pa.array(starts)).append_column("unit_count", pa.array(counts))
 
     name = f"v-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
     tmp = root / f".tmp-{name}"
@@ -186,6 +202,7 @@ def build_search_index(
         keys = rows.column("key").to_numpy()
         hashes = rows.column("content_hash")
         terms_reused = _write_bm25(tmp / BM25_DIR, rows, previous)
+        _write_units(tmp, units, unit_emb)
         graph, reused = _write_graph(tmp / VECTORS_FILE, keys[has_vector], hashes.filter(pa.array(has_vector)), vectors, previous, model, version)
         manifest = IndexManifest(
             dataset=dataset,
@@ -199,6 +216,7 @@ def build_search_index(
             embedding_model=model,
             embedding_version=version,
             dimensions=int(vectors.shape[1]) if vectors.size else 0,
+            units=len(unit_emb),
             vectors_reused=reused,
             terms_reused=terms_reused,
             graph=graph,
@@ -318,11 +336,17 @@ def _vectors(
     has[row_idx] = True
     if not len(emb_idx):
         return np.zeros((0, 0), np.float32), has
-    column = embeddings.column("vector")
+    out = _gather(embeddings.column("vector"), emb_idx)
+    return out, has
+
+
+def _gather(column: pa.ChunkedArray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Rows ``idx`` of a vector column into ``out`` (float32 [len(idx), d] by default), straight from its buffers."""
     dims = column.type.list_size if pa.types.is_fixed_size_list(column.type) else len(column[0])
-    out = np.empty((len(emb_idx), dims), np.float32)
-    order = np.argsort(emb_idx, kind="stable")  # walk the vector column once, chunk by chunk
-    wanted_rows = emb_idx[order]
+    if out is None:
+        out = np.empty((len(idx), dims), np.float32)
+    order = np.argsort(idx, kind="stable")  # walk the vector column once, chunk by chunk
+    wanted_rows = idx[order]
     at = 0
     for chunk in column.chunks:
         lo, hi = np.searchsorted(wanted_rows, [at, at + len(chunk)])
@@ -331,7 +355,46 @@ def _vectors(
             flat = chunk.flatten() if fixed else pc.list_flatten(chunk)  # fixed: a zero-copy view of this chunk
             out[order[lo:hi]] = flat.to_numpy(zero_copy_only=False).reshape(-1, dims)[wanted_rows[lo:hi] - at]
         at += len(chunk)
-    return out, has
+    return out
+
+
+def _unit_rows(
+    rows: pa.Table, units: pa.Table | None, model: str | None, version: str | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each stored unit of an indexed chunk, in (row, unit_index) order: its row and its row in ``units``."""
+    empty = np.zeros(0, np.int64)
+    if units is None or units.num_rows == 0 or model is None:
+        return empty, empty
+    wanted = pc.and_(pc.equal(units.column("embedding_model"), model), pc.equal(units.column("embedding_version"), version))
+    keys = units.select(["chunk_id", "partition_date", "unit_index"]).append_column(
+        "emb_row", pa.array(np.arange(units.num_rows, dtype=np.int64))
+    ).filter(wanted)
+    row_keys = rows.select(["chunk_id", "partition_date"]).append_column(
+        "row", pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    )
+    joined = row_keys.join(keys, keys=["chunk_id", "partition_date"], join_type="inner")
+    joined = joined.select(["row", "unit_index", "emb_row"]).sort_by([("row", "ascending"), ("unit_index", "ascending")])
+    row = joined.column("row").to_numpy()
+    index = joined.column("unit_index").to_numpy()
+    keep = np.ones(len(row), bool)
+    keep[1:] = (row[1:] != row[:-1]) | (index[1:] != index[:-1])  # one vector per (row, unit)
+    return row[keep], joined.column("emb_row").to_numpy()[keep]
+
+
+def _write_units(folder: Path, units: pa.Table | None, emb_rows: np.ndarray) -> None:
+    """units.npy (f16, written through a file map: never all in memory) and unit_keys.npy."""
+    if units is None or not len(emb_rows):
+        return
+    hashes = units.column("input_hash").take(pa.array(emb_rows)).to_pylist()
+    np.save(folder / UNIT_KEYS_FILE, np.array([int(h[:16], 16) for h in hashes], np.uint64))
+    column = units.column("vector")
+    dims = column.type.list_size if pa.types.is_fixed_size_list(column.type) else len(column[0])
+    out = np.lib.format.open_memmap(folder / UNITS_FILE, mode="w+", dtype=np.float16, shape=(len(emb_rows), dims))
+    step = 65_536
+    for lo in range(0, len(emb_rows), step):
+        out[lo : lo + step] = _gather(column, emb_rows[lo : lo + step])
+    out.flush()
+    del out
 
 
 def _write_arrow(table: pa.Table, path: Path, batch_rows: int) -> None:

@@ -50,7 +50,7 @@ from codex_pipeline.retrieval.index import CURRENT_FILE
 from codex_pipeline.retrieval.lexical import analyze_query
 from codex_pipeline.retrieval.searcher import SearchIndex
 from codex_pipeline.retrieval.types import Context, Filters, Hit, SearchMode, Span
-from codex_pipeline.retrieval.units import UnitVectors, best_units, bridges, context_prefix
+from codex_pipeline.retrieval.units import UnitVectors, best_units, bridges
 from codex_pipeline.warehouse.storage import Warehouse
 
 SEARCH_INDEX_DIR = "search_index"
@@ -216,11 +216,12 @@ class Retriever:
             embedder = self.embedder
             self._unit_vectors = UnitVectors(lambda texts: embedder.embed(texts).vectors)
         hits = [self._hit(name, row, scored[(name, row)], query, ranks[(name, row)]) for name, row in pool]
-        texts = [self._open[name].index.canonical_text(int(self._open[name].index.row(row)["doc_row"]))
-                 for name, row in pool]
+        indexes = [self._open[name].index for name, _ in pool]
+        texts = [index.canonical_text(int(index.row(row)["doc_row"])) for index, (_, row) in zip(indexes, pool)]
         have = [i for i, t in enumerate(texts) if t is not None]
-        found = best_units([(texts[i] or "", hits[i].spans, context_prefix(dict(hits[i].metadata)),
-                             bridges(dict(hits[i].metadata))) for i in have], qvec, self._unit_vectors, query)
+        found = best_units([(texts[i] or "", hits[i].spans, dict(hits[i].metadata), bridges(dict(hits[i].metadata)))
+                            for i in have], qvec, self._unit_vectors, query,
+                           stored=[indexes[i].stored_units(pool[i][1]) for i in have])
         unit = dict(zip(have, found))
         out = []
         for i in range(min(k, len(hits))):

@@ -38,6 +38,8 @@ from codex_pipeline.retrieval.index import (
     MANIFEST_FILE,
     NUM_ROWS_KEY,
     ROWS_FILE,
+    UNIT_KEYS_FILE,
+    UNITS_FILE,
     VECTORS_FILE,
     IndexManifest,
     _live_dir,
@@ -193,6 +195,9 @@ class SearchIndex:
         if self.graph is not None:
             self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # not saved with the file
         self._has_vector = self.rows.has_vector
+        have_units = (folder / UNITS_FILE).exists()
+        self.units = np.load(folder / UNITS_FILE, mmap_mode="r") if have_units else None  # read per hit
+        self.unit_keys = np.load(folder / UNIT_KEYS_FILE, mmap_mode="r") if have_units else None
 
     @classmethod
     def open_live(cls, root: Path) -> SearchIndex | None:
@@ -222,6 +227,16 @@ class SearchIndex:
 
     def row(self, i: int) -> dict[str, Any]:
         return self.rows.row(i)
+
+    def stored_units(self, row: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The stored evidence-unit vectors of ``row`` as ``(keys, f32 vectors)``, or None (one unit, or none stored)."""
+        if self.units is None or self.unit_keys is None:
+            return None
+        r = self.rows.row(row)
+        start, count = int(r["unit_start"]), int(r["unit_count"])
+        if start < 0 or count == 0:
+            return None
+        return np.asarray(self.unit_keys[start : start + count]), np.asarray(self.units[start : start + count], np.float32)
 
     def canonical_text(self, doc_row: int) -> str | None:
         return self.docs.value("canonical_text", doc_row) if doc_row >= 0 else None

@@ -2,18 +2,25 @@
 
 A chunk is cut into *units* — consecutive sentences of its spans packed up to
 :data:`UNIT_TOKENS` cl100k tokens (a sentence is never cut; a chunk within the
-budget is one unit) — each a tuple of exact spans of the canonical text. At query
-time each of the top-k hits' units is embedded with the query embedder (its
-sentences' text with its context prefix, see :func:`context_prefix`; never the markup
-between them) and scored by cosine with the query plus :data:`LEXICAL_WEIGHT` times
-the IDF-weighted share of the query's words it holds (:func:`lexical_shares`); the
-hit's ``evidence`` is its best unit's spans; ``spans``, the parent and the context stay
-the chunk's. The ranking itself is the chunk ranking, unchanged (:func:`fuse`, a
-re-ranking by unit score, moved exact permit-number matches down and is not used).
+budget is one unit) — each a tuple of exact spans of the canonical text. A unit is
+embedded as its sentences' text with its context prefix (see :func:`chunk_units`,
+:func:`context_prefix`; never the markup between them) and scored by cosine with the
+query plus :data:`LEXICAL_WEIGHT` times the IDF-weighted share of the query's words it
+holds (:func:`lexical_shares`); the hit's ``evidence`` is its best unit's spans;
+``spans``, the parent and the context stay the chunk's. The ranking itself is the
+chunk ranking, unchanged (:func:`fuse`, a re-ranking by unit score, moved exact
+permit-number matches down and is not used).
 
-Why at query time: units of every chunk would need vectors stored beside the chunk
-vectors (an embeddings-table change); here only the candidates' units are embedded,
-cached per process by text, about 15 candidates × a few units per query.
+**Vectors are made once, at embedding time.** The embeddings step embeds the units of
+every chunk with more than one unit (``codex.<dataset>_evidence_units``, reused by
+exact text like chunk vectors) and the search index keeps them beside the chunk
+vectors, so a query embeds only itself. A chunk of one unit needs no unit vector: its
+evidence is its own spans. A unit whose stored vector is missing or was made from
+another text (a recipe change not yet re-embedded) is embedded at query time, cached
+per process by text. Why: embedding about 15 candidates' units per query cost
+1.8 s p50 at 365 partitions under load (``bench/bench_search.py``), the whole
+latency budget ten times over. :data:`UNITS_VERSION` names the recipe; a change to
+it makes the version sensor re-run the embeddings step.
 
 Why 128 tokens: measured with ``codex eval`` on the dev gold sets in ``eval/`` (see
 ``docs/datasets/docs.md``): smaller units lose recall on multi-sentence answers,
@@ -32,10 +39,12 @@ sets, before → text without markup → plus the lexical term at 0.5: council h
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,6 +58,9 @@ LEXICAL_WEIGHT = 0.5  # see best_units and the module docstring
 UNIT_POOL = 3  # candidates re-ranked per requested hit
 RRF_K = 60
 CACHE_SIZE = 50_000
+UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=1;join=space"
+"""The unit recipe (budget, sentence rule, context prefix, joining): stamped on every
+embeddings file, so changing any of them makes the version sensor re-embed units."""
 
 Unit = tuple[Span, ...]
 
@@ -77,6 +89,35 @@ def unit_pieces(text: str, spans: Sequence[Span], budget: int = UNIT_TOKENS) -> 
         units[-1].append(piece)
         used += n
     return units
+
+
+@dataclass(frozen=True)
+class ChunkUnits:
+    """A chunk's units: each unit's sentence spans and the text embedded for it."""
+
+    pieces: list[list[Span]]
+    texts: list[str]
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the units get vectors of their own (a chunk of one unit is cited whole)."""
+        return len(self.pieces) > 1
+
+
+def chunk_units(text: str, spans: Sequence[Span], metadata: str | dict[str, Any] | None) -> ChunkUnits:
+    """The units of a chunk of ``text`` (its canonical text) and what is embedded for each.
+
+    The one recipe both the embeddings step (stored vectors) and a query (the
+    fallback) use, so a stored vector is found again by its text's hash.
+    """
+    pieces = unit_pieces(text, spans)
+    prefix = context_prefix(metadata)
+    return ChunkUnits(pieces, [prefix + " ".join(text[s:e] for s, e in u) for u in pieces])
+
+
+def unit_key(text: str) -> int:
+    """64-bit key of a unit's embedded text: the first 16 hex digits of its ``input_hash`` (SHA-256)."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
 def cite(text: str, pieces: Sequence[Span], bridge: bool = False) -> Unit:
@@ -153,45 +194,70 @@ class UnitVectors:
         return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
 
+StoredUnits = tuple[np.ndarray, np.ndarray]
+"""A chunk's stored unit vectors as the index keeps them: ``(keys [n] uint64, vectors [n, d])``."""
+
+
 def best_units(
-    candidates: Sequence[tuple[str, Sequence[Span], str, bool]],
+    candidates: Sequence[tuple[str, Sequence[Span], str | dict[str, Any] | None, bool]],
     query_vector: np.ndarray,
     vectors: UnitVectors,
     query: str = "",
     lexical_weight: float = LEXICAL_WEIGHT,
+    stored: Sequence[StoredUnits | None] | None = None,
 ) -> list[tuple[Unit, float]]:
-    """For each candidate ``(canonical text, spans, context prefix, bridge)``: its best unit and that unit's score.
+    """For each candidate ``(canonical text, spans, metadata, bridge)``: its best unit and that unit's score.
 
     A unit's score is its cosine with the query plus ``lexical_weight`` times its
     :func:`lexical_shares` (the query's words it holds, weighted by their rarity among
     the candidates' units): the same two signals the chunk ranking fuses. By cosine
     alone the units of one chunk differ by a few hundredths, and the unit naming the
     foundation, the bill or the street the question names often lost to a neighbour.
+    ``stored[i]``: candidate ``i``'s unit vectors from the index, used when their keys
+    are those of the units' texts; other units of chunks with several are embedded
+    through ``vectors``; a chunk of one unit is never embedded (its one unit wins).
 
     Tried and not kept: making each hit cite its best unit that overlaps nothing a
     higher hit cites. Email recall +0.8, docs unchanged, council recall -3.2 (an agenda
     item ranked above its turn pushed the turn to a worse unit).
     """
-    pieces = [unit_pieces(text, spans) for text, spans, _, _ in candidates]
-    bodies = [[" ".join(text[s:e] for s, e in u) for u in us] for (text, _, _, _), us in zip(candidates, pieces)]
-    texts = [prefix + b for (_, _, prefix, _), bs in zip(candidates, bodies) for b in bs]
-    vecs = vectors.vectors(texts)
+    units = [chunk_units(text, spans, meta) for text, spans, meta, _ in candidates]
+    bodies = [" ".join(text[s:e] for s, e in u) for (text, _, _, _), cu in zip(candidates, units) for u in cu.pieces]
     q = query_vector / (np.linalg.norm(query_vector) or 1.0)
-    sims = vecs @ q / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12) if len(texts) else np.zeros(0)
-    if query and lexical_weight and len(texts):
-        sims = sims + lexical_weight * np.asarray(lexical_shares(query, [b for bs in bodies for b in bs]))
+    sims = np.zeros(len(bodies))
+    need: list[int] = []
+    need_texts: list[str] = []
+    at = 0
+    for i, cu in enumerate(units):
+        n = len(cu.texts)
+        if cu.embedded:
+            got = stored[i] if stored is not None else None
+            if got is not None and len(got[0]) == n and [int(k) for k in got[0]] == [unit_key(t) for t in cu.texts]:
+                sims[at : at + n] = _cosines(np.asarray(got[1], np.float32), q)
+            else:
+                need += range(at, at + n)
+                need_texts += cu.texts
+        at += n
+    if need_texts:
+        sims[need] = _cosines(vectors.vectors(need_texts), q)
+    if query and lexical_weight and bodies:
+        sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies))
     out: list[tuple[Unit, float]] = []
     at = 0
-    for (text, spans, _, bridge), us in zip(candidates, pieces):
-        if not us:
+    for (text, spans, _, bridge), cu in zip(candidates, units):
+        if not cu.pieces:
             out.append(((), -1.0))
             continue
-        part = sims[at : at + len(us)]
-        at += len(us)
+        part = sims[at : at + len(cu.pieces)]
+        at += len(cu.pieces)
         i = int(np.argmax(part))
-        unit = _join(list(spans), text, bridge) if len(us) == 1 else cite(text, us[i], bridge)
+        unit = _join(list(spans), text, bridge) if not cu.embedded else cite(text, cu.pieces[i], bridge)
         out.append((unit, float(part[i])))
     return out
+
+
+def _cosines(vecs: np.ndarray, unit_query: np.ndarray) -> np.ndarray:
+    return vecs @ unit_query / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12)
 
 
 def lexical_shares(query: str, texts: Sequence[str]) -> list[float]:

@@ -45,7 +45,9 @@ CATALOG_FILE = "codex_catalog.duckdb"  # not codex.duckdb: that name collides wi
 SCHEMA = "codex"
 INDEX_DIR = "index"
 DOCUMENTS_FILE = "documents.parquet"
-CURRENT_TABLES = ("raw", "chunks", "embeddings", "propositions", "proposition_embeddings")
+CURRENT_TABLES = ("raw", "chunks", "embeddings", "evidence_units", "propositions", "proposition_embeddings")
+CHUNK_KEYED_TABLES = ("embeddings", "evidence_units")
+"""Tables keyed by ``chunk_id`` with no ``doc_id``: their current view semi-joins the current chunks."""
 """Tables with a current view (and a ``_history`` view) once the dataset has a document index."""
 HISTORY_SUFFIX = "_history"
 
@@ -317,12 +319,12 @@ def current_view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
     """``codex.<dataset>_<table>``: the rows of each live document's current version.
 
     A semi-join of the history with the document index on ``(doc_id, partition_date)``;
-    embeddings carry no ``doc_id``, so they semi-join the current chunk keys. Filters
+    embeddings and evidence units carry no ``doc_id``, so they semi-join the current chunk keys. Filters
     on the view (``WHERE chunk_id = ?``) still reach the Parquet scan.
     """
     name = f"{SCHEMA}.{dataset}_{table}"
     history = f"{SCHEMA}.{dataset}_{table}{HISTORY_SUFFIX}"
-    if table == "embeddings":
+    if table in CHUNK_KEYED_TABLES:
         return (
             f"CREATE OR REPLACE VIEW {name} AS SELECT e.* FROM {history} e "
             f"SEMI JOIN ({current_chunk_keys_sql(warehouse, dataset)}) c "
@@ -361,7 +363,7 @@ def views_for(warehouse: Warehouse, dataset: str, table: str) -> dict[str, str]:
     indexed = warehouse.documents_path(dataset).exists()
     if table == "documents":
         return {f"{dataset}_documents": documents_view_sql(warehouse, dataset)} if indexed else {}
-    if not warehouse.has_files(dataset, table) or (table == "embeddings" and indexed and not warehouse.has_files(dataset, "chunks")):
+    if not warehouse.has_files(dataset, table) or (table in CHUNK_KEYED_TABLES and indexed and not warehouse.has_files(dataset, "chunks")):
         return {}
     if not (indexed and table in CURRENT_TABLES):
         return {f"{dataset}_{table}": view_sql(warehouse, dataset, table)}

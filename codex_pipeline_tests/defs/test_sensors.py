@@ -87,6 +87,27 @@ def test_old_embedding_version_reembeds_only(built: Warehouse) -> None:
     assert run.tags["codex/reason"].startswith("embedding all-MiniLM-L6-v2 older -> all-MiniLM-L6-v2 ")
 
 
+def test_embeddings_made_before_evidence_units_are_brought_up_to_date(built: Warehouse) -> None:
+    from codex_pipeline.retrieval.units import UNITS_VERSION
+
+    wh = built
+    day = dt.date(2026, 11, 25)
+    stamp = wh.stamp(wh.partition_path("narrative", "embeddings", day))
+    old = wh.read("narrative", "embeddings", day).replace_schema_metadata(None)  # as written before units existed
+    wh.write(old, "narrative", "embeddings", day,
+             stamp={"embedding_model": stamp["embedding_model"], "embedding_version": stamp["embedding_version"]})
+    wh.remove("narrative", "evidence_units", day)
+    (run,) = tick(build_version_sensor([get_dataset("narrative")]), wh).run_requests
+    assert run.partition_key == day.isoformat()
+    assert run.tags["codex/reason"] == f"evidence units none -> {UNITS_VERSION}"
+    result = run_requested(wh, run, get_dataset("narrative"))
+    assert result.success
+    (m,) = result.asset_materializations_for_node("narrative__embeddings")
+    assert m.metadata["embedded"].value == 0 and m.metadata["evidence_units"].value > 0  # chunk vectors reused
+    assert wh.read("narrative", "evidence_units", day).num_rows == m.metadata["evidence_units"].value
+    assert not tick(build_version_sensor([get_dataset("narrative")]), wh).run_requests
+
+
 def test_partitions_never_embedded_are_left_to_schedules_and_backfills(built: Warehouse) -> None:
     built.remove("narrative", "embeddings", dt.date(2026, 11, 25))  # e.g. a backfill's embeddings step still queued
     result = tick(build_version_sensor([get_dataset("narrative")]), built)

@@ -187,3 +187,52 @@ def test_the_code_location_registers_a_search_index_per_chunked_dataset() -> Non
     assert keys == {dg.AssetKey([s.name, "search_index"]) for s in DATASETS if s.chunked}
     job = defs.resolve_job_def("codex_all")
     assert dg.AssetKey(["narrative", "search_index"]) in job.asset_layer.executable_asset_keys
+
+
+class CountingEmbedder:
+    """The real local embedder, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        from codex_pipeline.embeddings import make_embedder
+
+        self.inner = make_embedder("local")
+        self.model, self.version, self.dimensions = self.inner.model, self.inner.version, self.inner.dimensions
+        self.texts: list[str] = []
+
+    def embed(self, texts, on_batch=None):  # type: ignore[no-untyped-def]
+        self.texts += list(texts)
+        return self.inner.embed(texts, on_batch=on_batch)
+
+
+def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_itself(wh: Warehouse) -> None:
+    from codex_pipeline.retrieval.units import chunk_units, unit_key
+
+    land(wh, D1, {"library.txt": LIBRARY, "bridge.txt": BRIDGE_V2})
+    result = materialize(wh, D1)
+    (emb,) = result.asset_materializations_for_node("narrative__embeddings")
+    units = Warehouse(wh.root).read("narrative", "evidence_units", D1)
+    assert units.num_rows == emb.metadata["evidence_units"].value > 0
+    # each stored unit is the unit of its chunk's text, keyed by the text it was embedded from
+    chunks = {r["chunk_id"]: r for r in Warehouse(wh.root).read("narrative", "chunks", D1).to_pylist()}
+    raw = {r["doc_id"]: r["canonical_text"] for r in Warehouse(wh.root).read("narrative", "raw", D1).to_pylist()}
+    for row in units.to_pylist():
+        c = chunks[row["chunk_id"]]
+        expected = chunk_units(raw[c["doc_id"]], json.loads(c["evidence_anchor"]).get("spans")
+                               or [json.loads(c["evidence_anchor"])["char_span"]], c["metadata"])
+        assert int(row["input_hash"][:16], 16) == unit_key(expected.texts[row["unit_index"]])
+    manifest = read_manifest(index_root(wh, "narrative"))
+    assert manifest is not None and manifest.units == units.num_rows
+
+    counting = CountingEmbedder()
+    retriever = Retriever(wh.root, ["narrative"], embedder=counting)
+    for mode in ("vector", "hybrid"):
+        hits = retriever.search("children's section shelves", k=5, mode=mode)
+        assert hits and any(len(h.evidence) and h.evidence != h.spans for h in hits)  # a unit, not the chunk
+    assert counting.texts == ["children's section shelves"] * 2  # no unit embedded at query time
+
+    # an old index without stored units still answers: the units are embedded at query time
+    baseline = Retriever(wh.root, ["narrative"], embedder=CountingEmbedder())
+    baseline.index("narrative").units = None
+    again = baseline.search("children's section shelves", k=5, mode="hybrid")
+    assert [(h.chunk_id, h.evidence) for h in again] == [(h.chunk_id, h.evidence) for h in hits]
+    assert len(baseline.embedder.texts) > 1  # type: ignore[attr-defined]

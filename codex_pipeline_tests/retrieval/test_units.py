@@ -6,7 +6,15 @@ import hashlib
 
 import numpy as np
 
-from codex_pipeline.retrieval.units import UnitVectors, best_units, cite, lexical_shares, unit_pieces
+from codex_pipeline.retrieval.units import (
+    UnitVectors,
+    best_units,
+    chunk_units,
+    cite,
+    lexical_shares,
+    unit_key,
+    unit_pieces,
+)
 
 TURNS = (
     "Commissioner Moores:\nStart: 00:01:00.000\nEnd: 00:01:09.000\nDuration: 9.000 seconds\n"
@@ -45,23 +53,51 @@ class Recorder:
 
 def test_a_unit_is_embedded_without_the_markup_between_its_sentences_but_cited_across_it() -> None:
     spans = _spans(TURNS)
+    meta = {"speaker": "Commissioner Moores"}
+    assert chunk_units(TURNS, spans, meta).texts == [
+        "Commissioner Moores: The foundation donated a van for the summer camp programs. "
+        "We also thank the volunteers who cleaned the park."
+    ]
     rec = Recorder()
-    (unit, _), = best_units([(TURNS, spans, "Commissioner Moores: ", True)], np.ones(16, np.float32), UnitVectors(rec))
-    assert rec.seen == ["Commissioner Moores: The foundation donated a van for the summer camp programs. "
-                        "We also thank the volunteers who cleaned the park."]
+    (unit, _), = best_units([(TURNS, spans, meta, True)], np.ones(16, np.float32), UnitVectors(rec))
+    assert rec.seen == []  # one unit: it is the evidence, nothing to embed
     assert unit == ((spans[0][0], spans[1][1]),)  # one stretch of the file, header of the second turn included
 
 
-def test_the_unit_naming_the_rare_query_words_wins_when_cosines_tie() -> None:
-    text = " ".join(
+def _long_text() -> str:
+    return " ".join(
         [f"The council discussed the budget for item {i} at length and moved on." for i in range(12)]
         + ["The Flint Hills foundation gave twenty thousand dollars for a van."]
         + [f"The council discussed the parks schedule {i} and moved on." for i in range(12)]
     )
+
+
+def test_stored_unit_vectors_are_used_when_their_keys_match_and_embedded_otherwise() -> None:
+    text = _long_text()
+    units = chunk_units(text, [(0, len(text))], None)
+    assert units.embedded and len(units.texts) > 1
+    answer = next(i for i, t in enumerate(units.texts) if "Flint Hills" in t)
+    q = np.zeros(16, np.float32)
+    q[0] = 1.0
+    vecs = np.eye(16, dtype=np.float32)[[0 if i == answer else 1 for i in range(len(units.texts))]]
+    keys = np.array([unit_key(t) for t in units.texts], np.uint64)
+    rec = Recorder()
+    (unit, score), = best_units([(text, [(0, len(text))], None, False)], q, UnitVectors(rec), stored=[(keys, vecs)])
+    assert rec.seen == []  # every vector came from the store
+    start = text.index("The Flint Hills")
+    assert any(s <= start < e for s, e in unit) and score == 1.0
+    stale = keys.copy()
+    stale[0] += np.uint64(1)  # made from another text: not trusted
+    best_units([(text, [(0, len(text))], None, False)], q, UnitVectors(rec), stored=[(stale, vecs)])
+    assert rec.seen == units.texts
+
+
+def test_the_unit_naming_the_rare_query_words_wins_when_cosines_tie() -> None:
+    text = _long_text()
     pieces = unit_pieces(text, [(0, len(text))], budget=40)
     assert len(pieces) > 2
     query = "How much did the Flint Hills foundation give the council?"
-    cands = [(text, [(0, len(text))], "", False)]
+    cands: list = [(text, [(0, len(text))], None, False)]
     q = np.ones(16, np.float32)
     (by_cosine, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query, lexical_weight=0.0)
     (hybrid, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query)
