@@ -321,6 +321,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--keep", action="store_true", help="keep the data directory")
+    p.add_argument("--search-only", action="store_true",
+                   help="measure the search process only, on the index a --keep'd --data-dir already holds")
     p.add_argument("--phase", choices=["build", "search"], default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.phase:
@@ -330,15 +332,16 @@ def main() -> None:
     args.data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="codex-bench-search-"))
     try:
         print(f"data dir {args.data_dir}: {args.partitions} partitions x {args.chunks} chunks", flush=True)
-        build = _run("build", args)
+        build = None if args.search_only else _run("build", args)
         search = _run("search", args)
     finally:
         if own and not args.keep:
             shutil.rmtree(args.data_dir, ignore_errors=True)
-    print(f"synthesize: {build['synthesize_s']:.1f} s")
-    print(f"index build (current corpus {int(build['indexed_chunks'])} chunks, {int(build['indexed_vectors'])} vectors): "
-          f"{build['build_s']:.1f} s, peak RSS {build['build_peak_rss_mb']:.0f} MB")
-    print(f"index update after one more day: {build['update_s']:.1f} s ({int(build['update_graph_reused'])} vectors reused)")
+    if build is not None:
+        print(f"synthesize: {build['synthesize_s']:.1f} s")
+        print(f"index build (current corpus {int(build['indexed_chunks'])} chunks, {int(build['indexed_vectors'])} vectors, "
+              f"{int(build['indexed_units'])} unit vectors): {build['build_s']:.1f} s, peak RSS {build['build_peak_rss_mb']:.0f} MB")
+        print(f"index update after one more day: {build['update_s']:.1f} s ({int(build['update_graph_reused'])} vectors reused)")
     print(f"search process cold start (open + model load + first query): {search['cold_start_s']:.2f} s")
     for mode in ("vector", "bm25", "hybrid"):
         print(f"  {mode:<6} p50 {search[f'{mode}_p50_ms']:.1f} ms  p95 {search[f'{mode}_p95_ms']:.1f} ms")

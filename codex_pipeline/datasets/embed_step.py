@@ -7,25 +7,31 @@ Other partitions are read as files, not through the current views: vectors of
 superseded or retracted versions are never served by default, yet re-landing
 their text still costs nothing.
 
-The same step embeds the **evidence units** of every chunk with more than one
-(``retrieval.units``: sentences packed to 128 tokens with the chunk's context prefix)
-into ``<dataset>/evidence_units/<day>.parquet``, one row per unit, with the same
-reuse rules keyed by the unit's own text. The search index keeps them so a query
-embeds only itself. This costs model time: the units of a long chunk hold about its
-tokens again (measured in the closing note of issue 11); a chunk of one unit costs
-nothing extra. The embeddings file is stamped with the unit recipe
-(:data:`~codex_pipeline.retrieval.units.UNITS_VERSION`), so the version sensor
-re-runs this step when it changes.
+**Evidence units.** A chunk with more than one unit (``retrieval.units``: sentences
+packed to 128 tokens, embedded with the chunk's context prefix) is embedded as its
+units: one vector per unit in ``<dataset>/evidence_units/<day>.parquet``, reused by the
+unit's own text like any input, and the chunk's vector is their length-weighted mean
+(what the local model already does with the windows of a long input). The search
+index keeps the unit vectors, so a query embeds only itself, and the units cost no
+model time beyond the chunk's own: embedding each chunk whole *and* its units took
+1.89x the step time of an 8-day backfill (``bench/bench_scale_out.py``, 1 worker:
+348 s against 184 s). A chunk of one unit is embedded as before, from its text. The
+embeddings file is stamped with the unit recipe
+(:data:`~codex_pipeline.retrieval.units.UNITS_VERSION`), so the version sensor re-runs
+this step when it changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings import (
@@ -35,6 +41,7 @@ from codex_pipeline.embeddings import (
     EmbedOutcome,
     VectorLookup,
     embed_partition,
+    input_hash,
     input_hashes,
 )
 from codex_pipeline.retrieval.context import anchor_spans
@@ -67,18 +74,74 @@ def embed_day(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder) -> 
         quarantined = wh.partition_path(dataset, "quarantine", day).exists()
         why = f" (the chunk contract failed: see codex.{dataset}_quarantine)" if quarantined else ""
         raise FileNotFoundError(f"{dataset} {day}: no contract-checked chunks to embed{why}") from exc
-    out = _embed(wh, dataset, day, embedder, chunks, EMBEDDINGS_TABLE)
     unit_table = units_of(wh, dataset, day, chunks)
+    started_us = int(dt.datetime.now(dt.UTC).timestamp() * 1_000_000)
     units = _embed(wh, dataset, day, embedder, unit_table, UNITS_TABLE)
+    pooled = pc.is_in(chunks.column("chunk_id"), value_set=unit_table.column("owner"))
+    out = _embed(wh, dataset, day, embedder, chunks.filter(pc.invert(pooled)), EMBEDDINGS_TABLE)
+    table, counts = _with_pooled(chunks, out, unit_table, units, started_us)
     written = units.table.select(["chunk_id", "input_hash", "embedding_model", "embedding_version", "dimensions",
                                   "vector", "embedded_at"])
     written = written.set_column(0, "chunk_id", unit_table.column("owner")).add_column(
         1, "unit_index", unit_table.column("unit_index")).add_column(2, "pieces", unit_table.column("pieces"))
     _write(wh, dataset, day, UNITS_TABLE, written, embedder)
-    path = _write(wh, dataset, day, EMBEDDINGS_TABLE, out.table, embedder)
+    path = _write(wh, dataset, day, EMBEDDINGS_TABLE, table, embedder)
     checkpoint_for(wh, dataset, day).clear()  # only once the partitions are safely written
     checkpoint_for(wh, dataset, day, UNITS_TABLE).clear()
-    return PartitionEmbeddings(day, out.table.num_rows, out.counts, str(path), unit_table.num_rows, units.counts)
+    return PartitionEmbeddings(day, table.num_rows, counts, str(path), unit_table.num_rows, units.counts)
+
+
+def _with_pooled(
+    chunks: pa.Table, out: EmbedOutcome, unit_table: pa.Table, units: EmbedOutcome, started_us: int
+) -> tuple[pa.Table, EmbedCounts]:
+    """The embeddings table in the chunks' order: chunks of one unit as embedded, the others their units' mean.
+
+    A pooled vector is the length-weighted mean of the chunk's unit vectors, L2-normalized
+    (what the local model does with the windows of a long input); its ``input_hash`` is the
+    chunk text's, the text it stands for, so the chunks view and the index find it.
+    Counts: a pooled chunk is ``embedded`` when any of its units was embedded by this run
+    (``embedded_at`` from ``started_us`` on), else ``reused``.
+    """
+    counts = dataclasses.replace(out.counts)
+    n_units = unit_table.num_rows
+    if n_units == 0:
+        return out.table, counts
+    owners = unit_table.column("owner").to_pylist()
+    weights = np.asarray([len(t) for t in unit_table.column("chunk_text").to_pylist()], np.float64)
+    vecs = units.table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    vecs = vecs.reshape(n_units, -1).astype(np.float64)
+    times = units.table.column("embedded_at").combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
+    order = {owner: k for k, owner in enumerate(dict.fromkeys(owners))}  # chunk -> group, first-seen order
+    group = np.asarray([order[o] for o in owners])
+    sums = np.zeros((len(order), vecs.shape[1]))
+    np.add.at(sums, group, vecs * weights[:, None])
+    pooled = (sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    newest = np.zeros(len(order), np.int64)
+    np.maximum.at(newest, group, times)
+    texts = dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("chunk_text").to_pylist()))
+    ids = list(order)
+    schema = out.table.schema
+    d = pooled.shape[1]
+    first = units.table.slice(0, 1)
+    rows = pa.Table.from_arrays(
+        [
+            pa.array(ids, pa.string()),
+            pa.array([input_hash(texts[c]) for c in ids], pa.string()),
+            pa.repeat(first.column("embedding_model")[0], len(ids)),
+            pa.repeat(first.column("embedding_version")[0], len(ids)),
+            pa.array(np.full(len(ids), d, np.int32)),
+            pa.FixedSizeListArray.from_arrays(pa.array(pooled.ravel()), d),
+            pa.array(newest, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        ],
+        schema=schema,
+    )
+    fresh = int((newest >= started_us).sum())
+    counts.inputs += len(ids)
+    counts.embedded += fresh
+    counts.reused += len(ids) - fresh
+    table = pa.concat_tables([out.table, rows])
+    position = {c: i for i, c in enumerate(chunks.column("chunk_id").to_pylist())}
+    return table.take(pa.array(np.argsort([position[c] for c in table.column("chunk_id").to_pylist()]))), counts
 
 
 def _embed(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder, inputs: pa.Table, table: str) -> EmbedOutcome:

@@ -13,8 +13,9 @@ permit-number matches down and is not used).
 
 **Vectors are made once, at embedding time.** The embeddings step embeds the units of
 every chunk with more than one unit (``codex.<dataset>_evidence_units``, reused by
-exact text like chunk vectors) and the search index keeps them beside the chunk
-vectors, so a query embeds only itself. A chunk of one unit needs no unit vector: its
+exact text like chunk vectors; the chunk's own vector is their mean, see
+``datasets/embed_step.py``) and the search index keeps them beside the chunk vectors,
+so a query embeds only itself. A chunk of one unit needs no unit vector: its
 evidence is its own spans. A unit whose stored vector is missing or was made from
 another text (a recipe change not yet re-embedded) is embedded at query time, cached
 per process by text. Why: embedding about 15 candidates' units per query cost
@@ -58,9 +59,9 @@ LEXICAL_WEIGHT = 0.5  # see best_units and the module docstring
 UNIT_POOL = 3  # candidates re-ranked per requested hit
 RRF_K = 60
 CACHE_SIZE = 50_000
-UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=1;join=space"
-"""The unit recipe (budget, sentence rule, context prefix, joining): stamped on every
-embeddings file, so changing any of them makes the version sensor re-embed units."""
+UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=1;join=space;chunk=len-weighted-mean"
+"""The unit recipe (budget, sentence rule, context prefix, joining, how a chunk's vector pools its
+units'): stamped on every embeddings file, so changing any of them makes the version sensor re-embed."""
 
 Unit = tuple[Span, ...]
 

@@ -8,21 +8,22 @@ other characters is first normalized by Python's own ``lower().split()``, so Uni
 whitespace rules stay Python's), and pairs are scored in two vectorized stages:
 
 1. **prune** (:func:`may_reach`): each chunk gets an ``m``-bit signature, one bit per word
-   hash bucket (``m`` about four buckets per word of a long chunk). Words two chunks share set the same bits in both, so if the pair reaches
-   Jaccard ``t`` its shared words (at least ``t/(1+t)`` of the sum of both set sizes) fill at
-   least ``E - λ`` common bits, where ``E`` is the expected number of buckets that many words
-   hit and ``λ = sqrt(I·ln(1/δ)/2)`` (McDiarmid: one word moves the bucket count by at most
-   one). A pair with fewer common bits is dropped: the chance that a pair at or above ``t``
-   is dropped is at most :data:`PRUNE_ERROR` (δ = 1e-12) per pair, treating the word hash as
-   random. The length filter (``J <= min/max`` of the set sizes) is exact. Of unrelated
-   120-word chunks (Jaccard ~0.02) about 1 pair in 250 survives to the second stage.
+   hash bucket (``m`` about four buckets per word of a long chunk). A bit set in one
+   signature and not in the other can only come from a word the other chunk lacks, so the
+   bits the two signatures do not share are a lower bound on the words the sets do not
+   share, and a pair whose bound already rules out Jaccard ``t`` is dropped. The test is
+   exact: it never drops a pair at or above ``t``, whatever the hashes (the same word always
+   lands in the same bucket). Of unrelated 120-word chunks practically none survives; a pair
+   survives when it shares roughly 40% of its words or more.
 2. **verify** (:func:`jaccard`): the pairs that survive get the exact Jaccard from their
-   sorted word hashes, the value the redirect row reports. "Exact" up to hashing: two
-   different words of one pair share a hash (63 bits are compared) with probability about
-   ``n²/2^64`` for ``n`` words, ~3e-15 for two 120-word chunks.
+   sorted word hashes, the value the redirect row reports. "Exact" up to hashing: a word of
+   up to eight bytes (the common case) is encoded without loss before it is mixed, and the
+   mix is invertible, so two such words never share a hash but for the bit set aside for the
+   side tag (63 bits are compared); a longer word collides with another word of its pair with
+   probability about ``n²/2^64`` for ``n`` words, ~3e-15 for two 120-word chunks.
 
-So the matches equal the exact matcher's unless a hash collides or a pruned pair was above
-the threshold; ``bench/bench_redirects.py --check`` and the tests compare both matchers.
+So the matches equal the exact matcher's unless two different words of a pair hash alike;
+``bench/bench_redirects.py --check`` and the tests compare both matchers.
 """
 
 from __future__ import annotations
@@ -40,16 +41,16 @@ import pyarrow.compute as pc
 
 __all__ = ["PRUNE_ERROR", "Signatures", "WordSets", "jaccard", "may_reach", "signature_bits", "signatures", "word_sets"]
 
-PRUNE_ERROR = 1e-12
-"""δ: the most likely a pair at or above the threshold is pruned (per pair, hashing taken as random)."""
+PRUNE_ERROR = 0.0
+"""The most likely a pair at or above the threshold is pruned: never (the test is a bound, not an estimate)."""
 
 _U64 = np.uint64
 _MASK = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64)
-_K1, _K2, _GOLDEN = _U64(0xFF51AFD7ED558CCD), _U64(0xC4CEB9FE1A85EC53), _U64(0x9E3779B97F4A7C15)
-_S33 = _U64(33)
-_ONES = _U64(np.iinfo(np.uint64).max)
+_SALT = np.array([(0x9E3779B97F4A7C15 * (k + 1)) % (1 << 64) for k in range(9)], dtype=np.uint64)
+_K1, _K2 = _U64(0xFF51AFD7ED558CCD), _U64(0xC4CEB9FE1A85EC53)
+_S32, _S33 = _U64(32), _U64(33)
 _SENTINEL = np.iinfo(np.uint64).max
-_BLOCK_BYTES = 1 << 20  # text hashed at once: the byte-wide temporaries stay in cache
+_BLOCK_BYTES = 1 << 19  # text tokenized and hashed at once: the per-word temporaries stay in cache
 _SCORE_CELLS = 1 << 17  # matrix cells handled at once by jaccard() and may_reach(): they stay in cache
 _WORKERS = min(4, os.cpu_count() or 1)
 """Threads for independent blocks: numpy and Arrow release the GIL in every step used here."""
@@ -84,7 +85,7 @@ class WordSets:
 
 @dataclass(frozen=True, slots=True)
 class Signatures:
-    """``m``-bit word-bucket signatures: ``sig[k]`` has bit ``(hash >> 1) % m`` set for each word of chunk ``k``."""
+    """``m``-bit word-bucket signatures: ``sig[k]`` has bit ``hash >> (64 - log2 m)`` set for each word of chunk ``k``."""
 
     sig: np.ndarray  # (chunks, m / 64) uint64
     bits: np.ndarray  # int64: set bits per chunk, a lower bound on the set size
@@ -109,39 +110,49 @@ def _normalized(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     characters becomes ``" ".join(text.lower().split())`` so Python's Unicode rules decide.
     """
     arr = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
-    arr = arr.cast(pa.large_string())
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = arr.cast(pa.large_string())
     if arr.null_count:
         arr = arr.fill_null("")
-    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if len(arr) and arr.buffers()[2] else np.zeros(0, np.uint8)
-    if np.any(data >= 128):  # a vectorized scan first: the per-row test is ten times slower
-        ascii_rows = pc.string_is_ascii(arr)
-        other = pc.invert(ascii_rows)
+    data = _data(arr)
+    if len(data) and data.max() >= 128:  # a vectorized scan first: the per-row test is ten times slower
+        other = pc.invert(pc.string_is_ascii(arr))
         words = [" ".join(t.lower().split()) for t in arr.filter(other).to_pylist()]
-        arr = pc.replace_with_mask(arr, other, pa.array(words, pa.large_string()))
+        arr = pc.replace_with_mask(arr, other, pa.array(words, arr.type))
     return pc.ascii_lower(arr)
+
+
+def _offsets(arr: pa.Array) -> np.ndarray:
+    """A string array's value offsets as int64 (either offset width)."""
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    return np.frombuffer(arr.buffers()[1], dtype=width, count=len(arr) + 1, offset=arr.offset * np.dtype(width).itemsize)
+
+
+def _data(arr: pa.Array) -> np.ndarray:
+    """A string array's value bytes from its first offset to its last."""
+    if not len(arr) or arr.buffers()[2] is None:
+        return np.zeros(0, np.uint8)
+    offsets = _offsets(arr)
+    return np.frombuffer(arr.buffers()[2], dtype=np.uint8)[int(offsets[0]):int(offsets[-1])]
 
 
 def word_sets(texts: pa.Array | pa.ChunkedArray) -> WordSets:
     """Hash the words of every text (see the module doc for what a word is)."""
     arr = _normalized(texts)
     n = len(arr)
-    # a space before every text and after it (eight after the last): words never run from one
-    # text into the next, and eight bytes can be read from any word's start
-    text = pa.large_string()
-    after = pa.array(np.where(np.arange(n) < n - 1, " ", " " * 8), text)
-    arr = pc.binary_join_element_wise(pa.scalar(" ", text), arr, after, pa.scalar("", text)) if n \
-        else pa.array([" " * 9], text)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=len(arr) + 1, offset=arr.offset * 8)
-    spaced = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[int(offsets[0]):int(offsets[-1])]
-    offsets = offsets - offsets[0]
-    eight = np.ndarray((len(spaced) - 7,), dtype="<u8", buffer=spaced, strides=(1,))  # eight bytes from each position
-    # blocks of whole texts, about a MB each, so the temporaries stay in cache (and blocks run in parallel)
-    edges = np.unique(np.r_[np.searchsorted(offsets[:n], np.arange(0, len(spaced), _BLOCK_BYTES)), n])
+    if n:  # a space after every text: words never run from one text into the next
+        arr = pc.binary_join_element_wise(arr, pa.scalar(" ", arr.type), pa.scalar("", arr.type))
+    offsets = _offsets(arr).astype(np.int64)
+    offsets -= offsets[0]
+    data = _Bytes(_data(arr))
+    # blocks of whole texts, about half a MB each, so the temporaries stay in cache (and blocks run in parallel)
+    edges = np.unique(np.r_[np.searchsorted(offsets[:n], np.arange(0, data.size, _BLOCK_BYTES)), n])
 
     def block(rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = int(offsets[rows[0]]), int(offsets[rows[1]])
-        starts, lengths = _words(spaced[lo:hi])
-        return np.searchsorted(starts, offsets[rows[0]:rows[1]] - lo), _hash(eight, starts + lo, lengths)
+        starts, lengths, nul = _words(data.data[lo:hi])
+        starts += lo
+        return np.searchsorted(starts, offsets[rows[0]:rows[1]]), _hash(data, starts, lengths, nul + lo)
 
     parts = _map(block, list(zip(edges[:-1].tolist(), edges[1:].tolist())))
     seen = np.cumsum([0] + [len(h) for _, h in parts])
@@ -150,37 +161,76 @@ def word_sets(texts: pa.Array | pa.ChunkedArray) -> WordSets:
     return WordSets(np.concatenate(hashes), np.concatenate(bounds).astype(np.int64))
 
 
-def _words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and length of each word of a block that begins and ends with a space."""
+class _Bytes:
+    """Text bytes read eight at a time from any position (little-endian; past the end: spaces)."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data, self.size = data, len(data)
+        self._eight = np.ndarray((max(self.size - 7, 0),), dtype="<u8", buffer=data, strides=(1,))
+        self._tail_at = max(self.size - 8, 0)
+        tail = np.full(16, 32, np.uint8)
+        tail[:self.size - self._tail_at] = data[self._tail_at:]
+        self._tail = np.ndarray((9,), dtype="<u8", buffer=tail, strides=(1,))
+
+    def eight(self, at: np.ndarray) -> np.ndarray:
+        """The eight bytes from each position of ``at`` (ascending)."""
+        if not len(at) or at[-1] < len(self._eight):
+            return self._eight[at]  # fancy indexing: np.take is several times slower on this unaligned view
+        out = np.empty(len(at), np.uint64)
+        near = at >= len(self._eight)
+        out[~near] = self._eight[at[~near]]
+        out[near] = self._tail[at[near] - self._tail_at]
+        return out
+
+
+def _words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start and length of each word of a block, and where its NUL bytes are.
+
+    Whitespace is Python's ASCII whitespace (``\\t\\n\\v\\f\\r``, ``\\x1c``-``\\x1f``, space).
+    """
     word = block > 32
-    # control bytes that are not whitespace to Python: rare, so tested before anything is changed
-    if np.any(block < 9) or np.any((block - np.uint8(14)) < 14):
-        word |= (block < 9) | ((block - np.uint8(14)) < 14)
-    flips = np.empty(len(block), np.bool_)
-    flips[0] = False
-    np.not_equal(word[1:], word[:-1], out=flips[1:])  # booleans: a third of the work of an int8 diff
+    least = int(block.min()) if len(block) else 32
+    if least < 28:  # control bytes that are not whitespace to Python: rare, so tested on the few low bytes first
+        low = block[block < 28]
+        if np.any(low < 9) or np.any((low - np.uint8(14)) < 14):
+            word |= (block < 9) | ((block - np.uint8(14)) < 14)
+    flips = np.empty(len(block) + 1, np.bool_)  # flips[p]: word[p] differs from word[p - 1] (outside: no word)
+    flips[0], flips[-1] = word[:1].any(), word[-1:].any()
+    np.not_equal(word[1:], word[:-1], out=flips[1:-1])  # booleans: a third of the work of an int8 diff
     at = np.flatnonzero(flips)
     starts = at[0::2]
-    return starts, at[1::2] - starts
+    nul = np.flatnonzero(block == 0) if least == 0 else np.zeros(0, np.int64)
+    return starts, at[1::2] - starts, nul
 
 
-def _hash(eight: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """One hash per word: its bytes eight at a time, with its length, mixed (lowest bit 0)."""
-    h = eight[starts]  # fancy indexing: np.take is several times slower on this unaligned view
-    short = np.minimum(lengths, 8).astype(np.uint64)
-    h &= ~(_ONES << (short << _U64(3)))  # keep the word's own bytes (numpy shifts by 64 to 0)
-    h ^= short * _GOLDEN  # and its length: "a" differs from "a\0"
+def _hash(data: _Bytes, starts: np.ndarray, lengths: np.ndarray, nul: np.ndarray) -> np.ndarray:
+    """One hash per word (lowest bit 0): its bytes, without loss up to eight, then mixed.
+
+    A word of up to eight bytes is its bytes with the rest zeroed: different words differ,
+    except that a word ending in NUL bytes would equal one without them, so a word holding a
+    NUL (``nul``: the positions of the NUL bytes) is salted by its length.
+    A longer word folds in its length and the rest of its bytes through MurmurHash3's
+    finalizer. The result is multiplied, xor-shifted and multiplied again (invertible), so
+    every byte reaches the top bits that :func:`signatures` buckets by.
+    """
+    h = data.eight(starts)
+    h &= _MASK[np.minimum(lengths, 8)]
+    if len(nul):
+        holder = np.unique(np.searchsorted(starts, nul, side="right") - 1)  # a NUL is a word byte
+        h[holder] ^= _SALT[np.minimum(lengths[holder], 8)]
     longer = np.flatnonzero(lengths > 8)
     at = 8
     while len(longer):  # the rest of long words, eight bytes at a time
-        more = eight[starts[longer] + at] & _MASK[np.minimum(lengths[longer] - at, 8)]
+        more = data.eight(starts[longer] + at) & _MASK[np.minimum(lengths[longer] - at, 8)]
         mixed = h[longer]
         if at == 8:
             mixed ^= lengths[longer].astype(np.uint64) * _K2
         h[longer] = _fmix(mixed) ^ more
         at += 8
         longer = longer[lengths[longer] > at]
-    h = _fmix(h)
+    h *= _K1
+    h ^= h >> _S32
+    h *= _K2
     h &= ~_U64(1)  # the lowest bit is left free for a side tag (see _score_rows)
     return h
 
@@ -197,14 +247,16 @@ def signatures(words: WordSets, m: int) -> Signatures:
     n, per = len(words), m // 64
     sig = np.zeros((n, per), np.uint64)
     counts = words.counts
+    shift = _U64(64 - int(math.log2(m)))
     step = max(1, _BLOCK_BYTES // m)
 
     def batch(lo: int) -> None:
         hi = min(n, lo + step)
         a, b = int(words.bounds[lo]), int(words.bounds[hi])
-        rows = np.repeat(np.arange(hi - lo, dtype=np.int64), counts[lo:hi])
+        cell = (words.hashes[a:b] >> shift).view(np.int64)  # the bucket: the hash's top bits
+        cell += np.repeat(np.arange(0, (hi - lo) * m, m, dtype=np.int64), counts[lo:hi])
         flags = np.zeros((hi - lo) * m, np.bool_)
-        flags[rows * m + ((words.hashes[a:b] >> _U64(1)) & _U64(m - 1)).astype(np.int64)] = True
+        flags[cell] = True
         sig[lo:hi] = np.packbits(flags.reshape(hi - lo, m), axis=1, bitorder="little").view(np.uint64)
 
     _map(batch, range(0, n, step))
@@ -212,25 +264,19 @@ def signatures(words: WordSets, m: int) -> Signatures:
     return Signatures(sig, bits, counts.astype(np.int64), m)
 
 
-def _floor_table(m: int, most: int) -> np.ndarray:
-    """For ``I`` shared words (index), the fewest common bits they fill but with probability δ."""
-    shared = np.arange(most + 1, dtype=np.float64)
-    expected = m * -np.expm1(shared * math.log1p(-1.0 / m))
-    slack = np.sqrt(shared * math.log(1.0 / PRUNE_ERROR) / 2.0)
-    return np.ceil(expected - slack).astype(np.int64)
-
-
 def may_reach(a: Signatures, i: np.ndarray, b: Signatures, j: np.ndarray, threshold: float) -> np.ndarray:
-    """For pairs ``(a[i], b[j])``: False where the Jaccard is surely below ``threshold``."""
+    """For pairs ``(a[i], b[j])``: False where the Jaccard is surely below ``threshold``.
+
+    With ``t`` the threshold, ``J(A, B) >= t`` means ``|A ∩ B| >= t/(1+t) (|A| + |B|)``, so
+    ``|A \\ B| <= (|A| - t|B|) / (1+t)`` and ``|A Δ B| <= (1-t)/(1+t) (|A| + |B|)``. A signature
+    bit of A missing from B's can only come from a word of ``A \\ B`` (a shared word sets its
+    bit in both), and each word sets one bit, so those bits bound ``|A \\ B|`` from below; set
+    bits and word counts bound the set sizes from below and above.
+    """
     if a.m != b.m:
         raise ValueError(f"signatures of different widths ({a.m} and {b.m} bits) cannot be compared")
     if len(i) == 0:
         return np.zeros(0, np.bool_)
-    ca, cb = a.bits[i], b.bits[j]
-    # |A| in [bits, count]: J <= min(|A|,|B|) / max(|A|,|B|), and J >= t needs |A & B| >= t/(1+t)(|A|+|B|)
-    keep = (a.counts[i] >= threshold * cb) & (b.counts[j] >= threshold * ca)
-    least_shared = np.ceil(threshold / (1.0 + threshold) * (ca + cb) - 1e-9).astype(np.int64)
-    floor = _floor_table(a.m, int(least_shared.max()))[least_shared]
     common = np.empty(len(i), np.int64)
     step = max(1, _SCORE_CELLS // (a.m // 64))
 
@@ -240,7 +286,11 @@ def may_reach(a: Signatures, i: np.ndarray, b: Signatures, j: np.ndarray, thresh
         common[lo:lo + step] = np.bitwise_count(both).sum(axis=1, dtype=np.int64)
 
     _map(batch, range(0, len(i), step))
-    return keep & (common >= floor)
+    t, slack = threshold, 1e-9  # the slack keeps a pair that float rounding would put just over a bound
+    ba, bb, na, nb = a.bits[i], b.bits[j], a.counts[i], b.counts[j]
+    only_a, only_b = ba - common, bb - common
+    return ((only_a * (1 + t) <= na - t * bb + slack) & (only_b * (1 + t) <= nb - t * ba + slack)
+            & ((only_a + only_b) * (1 + t) <= (1 - t) * (na + nb) + slack))
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -285,14 +335,21 @@ def _words_of(words: WordSets, rows: np.ndarray, counts: np.ndarray) -> np.ndarr
     return words.hashes[_ranges(first, counts)]
 
 
+def _place(flat: np.ndarray, row_starts: np.ndarray, counts: np.ndarray, values: np.ndarray) -> None:
+    """Write each row's ``values`` (concatenated, ``counts`` per row) into ``flat`` from ``row_starts``."""
+    if len(values):
+        flat[_ranges(row_starts, counts)] = values
+
+
 def _score_rows(a: WordSets, i: np.ndarray, la: np.ndarray, b: WordSets, j: np.ndarray, lb: np.ndarray,
                 w: int) -> np.ndarray:
     """Jaccard per row of a ``(pairs, w)`` matrix: side A's hashes, then side B's with the low bit set."""
     r = len(i)
     mat = np.full((r, w), _SENTINEL, np.uint64)
-    column = np.arange(w)
-    mat[column < la[:, None]] = _words_of(a, i, la)
-    mat[(column >= la[:, None]) & (column < (la + lb)[:, None])] = _words_of(b, j, lb) | _U64(1)
+    row = np.arange(0, r * w, w, dtype=np.int64)
+    flat = mat.reshape(-1)
+    _place(flat, row, la, _words_of(a, i, la))
+    _place(flat, row + la, lb, _words_of(b, j, lb) | _U64(1))
     mat.sort(axis=1)
     step = mat[:, 1:] ^ mat[:, :-1]  # 0: the same word on the same side again; 1: on the other side
     repeats = (step == 0).sum(axis=1)

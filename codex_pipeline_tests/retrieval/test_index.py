@@ -98,6 +98,28 @@ def test_rebuild_reuses_what_did_not_change(sample_tables: dict[str, Tables], tm
     assert changed not in {h.chunk_id for h in retriever.search("quokka", k=50, mode="vector")}  # no vector yet
 
 
+def test_rebuild_replaces_a_vector_that_changed_for_the_same_text(sample_tables: dict[str, Tables], tmp_path: Path) -> None:
+    """Same id and text, another vector (a new pooling recipe): the graph must not keep the old one."""
+    t = sample_tables["osha_safety"]
+    root = tmp_path / "search_index"
+    build_search_index(root, "osha_safety", t.chunks, t.raw, t.embeddings)
+    vecs = np.asarray(t.embeddings.column("vector").to_pylist(), np.float32)
+    moved = vecs.copy()
+    moved[0] = -moved[0]  # one vector changed, everything else equal
+    emb = t.embeddings.set_column(t.embeddings.schema.get_field_index("vector"), "vector",
+                                  pa.FixedSizeListArray.from_arrays(pa.array(moved.ravel()), vecs.shape[1]))
+    second = build_search_index(root, "osha_safety", t.chunks, t.raw, emb)
+    assert second.graph == "updated" and second.vectors_reused == second.vectors - 1
+    from usearch.index import Index
+
+    from codex_pipeline.retrieval.index import VECTORS_FILE, _live_dir
+
+    graph = Index.restore(str(_live_dir(root) / VECTORS_FILE), view=True)  # type: ignore[operator]
+    key = chunk_keys(emb.column("chunk_id"))[0]
+    stored = np.asarray(graph.get(np.array([key], np.uint64)), np.float32).reshape(-1)
+    assert np.allclose(stored, moved[0], atol=2e-3)
+
+
 def test_versions_swap_atomically_and_old_ones_are_collected(sample_tables: dict[str, Tables], tmp_path: Path) -> None:
     t = sample_tables["osha_safety"]
     root = tmp_path / "search_index"

@@ -207,7 +207,7 @@ class CountingEmbedder:
 def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_itself(wh: Warehouse) -> None:
     from codex_pipeline.retrieval.units import chunk_units, unit_key
 
-    land(wh, D1, {"library.txt": LIBRARY, "bridge.txt": BRIDGE_V2})
+    land(wh, D1, {"library.txt": LIBRARY, "bridge.txt": BRIDGE_V2, "pool.txt": "The pool opens at noon on Saturdays."})
     result = materialize(wh, D1)
     (emb,) = result.asset_materializations_for_node("narrative__embeddings")
     units = Warehouse(wh.root).read("narrative", "evidence_units", D1)
@@ -222,6 +222,25 @@ def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_
         assert int(row["input_hash"][:16], 16) == unit_key(expected.texts[row["unit_index"]])
     manifest = read_manifest(index_root(wh, "narrative"))
     assert manifest is not None and manifest.units == units.num_rows
+
+    # a chunk of several units is embedded as its units: its vector is their length-weighted mean
+    import numpy as np
+
+    emb_rows = {r["chunk_id"]: r for r in Warehouse(wh.root).read("narrative", "embeddings", D1).to_pylist()}
+    assert set(emb_rows) == set(chunks)
+    by_chunk: dict[str, list[dict[str, object]]] = {}
+    for row in units.to_pylist():
+        by_chunk.setdefault(row["chunk_id"], []).append(row)
+    model = CountingEmbedder()
+    for cid, rows in by_chunk.items():
+        c = chunks[cid]
+        texts = chunk_units(raw[c["doc_id"]], json.loads(c["evidence_anchor"]).get("spans")
+                            or [json.loads(c["evidence_anchor"])["char_span"]], c["metadata"]).texts
+        mean = sum(len(texts[r["unit_index"]]) * np.asarray(r["vector"], np.float64) for r in rows)
+        assert np.allclose(np.asarray(emb_rows[cid]["vector"]), mean / np.linalg.norm(mean), atol=1e-6)
+        assert np.allclose(model.embed(texts).vectors, np.asarray([r["vector"] for r in rows]), atol=1e-5)
+    single = next(cid for cid in chunks if cid not in by_chunk)
+    assert np.allclose(model.embed([chunks[single]["chunk_text"]]).vectors[0], emb_rows[single]["vector"], atol=1e-5)
 
     counting = CountingEmbedder()
     retriever = Retriever(wh.root, ["narrative"], embedder=counting)
