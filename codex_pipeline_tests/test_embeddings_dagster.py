@@ -19,6 +19,8 @@ from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.datasets.sample_data import sample_root
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.retrieval.context import anchor_spans
+from codex_pipeline.retrieval.units import chunk_units
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import FIXTURES, land
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vectors_for
@@ -62,6 +64,21 @@ def chunk_texts(wh: Warehouse) -> set[str]:
     return set(wh.read("narrative", "chunks", dt.date.fromisoformat(DAY)).column("chunk_text").to_pylist())
 
 
+def model_inputs(wh: Warehouse) -> dict[str, list[str]]:
+    """What the model is given for each chunk: its text, or its evidence units' texts when it has several."""
+    day = dt.date.fromisoformat(DAY)
+    raw = {r["doc_id"]: r["canonical_text"] for r in wh.read("narrative", "raw", day).to_pylist()}
+    out = {}
+    for c in wh.read("narrative", "chunks", day).to_pylist():
+        units = chunk_units(raw[c["doc_id"]], anchor_spans(c["evidence_anchor"]), c["metadata"])
+        out[c["chunk_id"]] = units.texts if units.embedded else [c["chunk_text"]]
+    return out
+
+
+def all_inputs(wh: Warehouse) -> set[str]:
+    return {t for texts in model_inputs(wh).values() for t in texts}
+
+
 def test_reuse_costs_zero_requests(warehouse: Warehouse, server: LoopbackOpenAI) -> None:
     spec = get_dataset("narrative")
     landing = land(warehouse, "narrative", DAY, FIXTURES / "narrative")
@@ -79,12 +96,13 @@ def test_reuse_costs_zero_requests(warehouse: Warehouse, server: LoopbackOpenAI)
     m = meta(run(warehouse, bumped, settings(server)), bumped)
     assert server.request_count == 0 and m["reused"] == m["inputs"]
 
-    before = chunk_texts(warehouse)  # 3. one record edited: only its changed chunks are sent
+    before, inputs_before = chunk_texts(warehouse), all_inputs(warehouse)  # 3. one record edited
     doc = landing / "council-recess-statement.txt"
     doc.write_text(doc.read_text().replace("December 16", "December 18"))
     m = meta(run(warehouse, spec, settings(server)), spec)
     changed = chunk_texts(warehouse) - before
-    assert changed and sorted(server.served_inputs()) == sorted(changed)
+    new_inputs = all_inputs(warehouse) - inputs_before  # only its changed chunks, or their changed units, are sent
+    assert changed and new_inputs and sorted(server.served_inputs()) == sorted(new_inputs)
     assert m["embedded"] == len(changed) and m["reused"] == m["inputs"] - len(changed)
 
     day = dt.date.fromisoformat(DAY)  # vectors are the server's, one per chunk, and DuckDB reports them
@@ -92,7 +110,14 @@ def test_reuse_costs_zero_requests(warehouse: Warehouse, server: LoopbackOpenAI)
     chunks = warehouse.read("narrative", "chunks", day)
     assert emb.column("chunk_id").to_pylist() == chunks.column("chunk_id").to_pylist()
     got = np.array(emb.column("vector").to_pylist(), dtype=np.float32)
-    np.testing.assert_allclose(got, vectors_for(chunks.column("chunk_text").to_pylist(), DIMS), rtol=1e-5, atol=1e-6)
+    inputs = model_inputs(warehouse)
+    expected = []
+    for cid in chunks.column("chunk_id").to_pylist():  # a chunk of several units: the length-weighted mean of theirs
+        texts = inputs[cid]
+        mean = (vectors_for(texts, DIMS).astype(np.float64) * np.array([len(t) for t in texts])[:, None]).sum(axis=0)
+        expected.append(mean / np.linalg.norm(mean))
+    assert any(len(t) > 1 for t in inputs.values())  # (chunks of one unit: test_search_dagster)
+    np.testing.assert_allclose(got, np.array(expected, np.float32), rtol=1e-5, atol=1e-6)
     con = connect_catalog(warehouse)
     try:
         rows = con.execute(
@@ -123,7 +148,8 @@ def test_failure_midway_keeps_finished_vectors(warehouse: Warehouse, server: Loo
     rerun = run(warehouse, spec, embedding)
     assert rerun.success
     total = len(chunk_texts(warehouse))
-    assert len(server.served_inputs()) == total - 2 and not (set(server.served_inputs()) & sent_before)
+    distinct = len(all_inputs(warehouse))  # what the model is given: chunk texts and evidence units
+    assert len(server.served_inputs()) == distinct - 2 and not (set(server.served_inputs()) & sent_before)
     m = meta(rerun, spec)
     assert m["recovered_from_checkpoint"] == 2 and m["inputs"] == total
     emb = warehouse.read("narrative", "embeddings", day)

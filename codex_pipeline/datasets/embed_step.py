@@ -62,8 +62,9 @@ class PartitionEmbeddings:
     unit_counts: EmbedCounts = field(default_factory=lambda: EmbedCounts(inputs=0))
 
 
-def checkpoint_for(wh: Warehouse, dataset: str, day: dt.date, table: str = EMBEDDINGS_TABLE) -> EmbeddingCheckpoint:
-    return EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / table / day.isoformat())
+def checkpoint_for(wh: Warehouse, dataset: str, day: dt.date) -> EmbeddingCheckpoint:
+    """The day's checkpoint, shared by chunk and unit inputs (it is keyed by the input's hash)."""
+    return EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / EMBEDDINGS_TABLE / day.isoformat())
 
 
 def embed_day(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder) -> PartitionEmbeddings:
@@ -87,7 +88,6 @@ def embed_day(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder) -> 
     _write(wh, dataset, day, UNITS_TABLE, written, embedder)
     path = _write(wh, dataset, day, EMBEDDINGS_TABLE, table, embedder)
     checkpoint_for(wh, dataset, day).clear()  # only once the partitions are safely written
-    checkpoint_for(wh, dataset, day, UNITS_TABLE).clear()
     return PartitionEmbeddings(day, table.num_rows, counts, str(path), unit_table.num_rows, units.counts)
 
 
@@ -155,7 +155,7 @@ def _embed(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder, inputs
         version=embedder.version,
         hashes=input_hashes(inputs),
     )
-    return embed_partition(inputs, embedder, previous=previous, lookup=lookup, checkpoint=checkpoint_for(wh, dataset, day, table))
+    return embed_partition(inputs, embedder, previous=previous, lookup=lookup, checkpoint=checkpoint_for(wh, dataset, day))
 
 
 def _write(wh: Warehouse, dataset: str, day: dt.date, table: str, rows: pa.Table, embedder: Embedder) -> Path:

@@ -394,8 +394,8 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 "inputs": totals.get("inputs", 0),
                 "reused": totals.get("reused", 0),
                 "embedded": totals.get("embedded", 0),
-                "requests": totals.get("requests", 0),
-                "recovered_from_checkpoint": totals.get("recovered", 0),
+                "requests": totals.get("requests", 0) + totals.get("units_requests", 0),  # chunk and unit inputs
+                "recovered_from_checkpoint": totals.get("recovered", 0) + totals.get("units_recovered", 0),
                 "long_inputs": totals.get("long_inputs", 0),
                 "evidence_units": totals.get("units_inputs", 0),
                 "evidence_units_reused": totals.get("units_reused", 0),

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -95,10 +96,12 @@ REDIRECT_SCHEMA = pa.schema(
     ]
 )
 
-_REV8 = r"\|r=(?P<rev>[0-9a-f]{8}|[0-9a-f]{12})\|s="
+_REV8 = re.compile(r"\|r=([0-9a-f]{8}|[0-9a-f]{12})\|s=")
 _CHAR_SPAN = r'"char_span":\[(?P<start>\d+),(?P<end>\d+)\]'
 _PAIRS_PER_BATCH = 1 << 21  # candidate pairs held at once: bounds memory on long documents
 _SEQ_BIAS = 1 << 31  # seq_index as an unsigned 32-bit field of a (document, seq) sort key
+_HEX = np.full(256, -1, np.int64)
+_HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
 
 
 # -- small vectorized helpers ------------------------------------------------------------------
@@ -110,6 +113,11 @@ def _is_in(values: pa.ChunkedArray | pa.Array, among: pa.ChunkedArray | pa.Array
 
 def _np(column: pa.ChunkedArray | pa.Array, dtype: type = np.int64) -> np.ndarray:
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _where(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Positions where a boolean column is true (null counts as false)."""
+    return np.flatnonzero(_np(mask.fill_null(False), np.bool_))
 
 
 def _codes(values: pa.ChunkedArray | pa.Array, among: pa.Array) -> np.ndarray:
@@ -166,24 +174,51 @@ def _spans(anchors: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return start, end
 
 
-def _revs(locators: pa.ChunkedArray, among: pa.Array | None = None) -> tuple[np.ndarray, pa.Array]:
-    """Each locator's ``rev8`` as a code into the returned distinct revs (-1: none)."""
-    rev = pc.struct_field(pc.extract_regex(locators.cast(pa.string()), _REV8), "rev")
-    if among is None:
-        among = pc.unique(rev.drop_null())
-    return _codes(rev, among), among
+def _revs(locators: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Each locator's ``rev8`` (or ``rev12``) as a number, equal exactly when the revs are (-1: none).
+
+    The first ``|r=`` of a locator is read straight from the Arrow buffer; a locator whose
+    first ``|r=`` is not followed by a rev (never one the chunkers write) gets the regex.
+    """
+    arr = locators.combine_chunks() if isinstance(locators, pa.ChunkedArray) else locators
+    arr = arr.cast(pa.large_string())
+    at = _np(pc.find_substring(arr, "|r=").fill_null(-1))
+    out = np.full(len(arr), -1, np.int64)
+    rows = np.flatnonzero(at >= 0)
+    if not len(rows):
+        return out
+    offsets = np.frombuffer(arr.buffers()[1], np.int64, len(arr) + 1, arr.offset * 8)
+    room = offsets[rows + 1] - offsets[rows] - at[rows] - 3  # bytes after "|r="
+    data = np.frombuffer(arr.buffers()[2], np.uint8)
+    where = np.minimum((offsets[rows] + at[rows] + 3)[:, None] + np.arange(15), len(data) - 1)
+    window = data[where]  # the 15 bytes after "|r=" (clipped at the end of the data; checked against room)
+    digits = _HEX[window]
+    marker = np.frombuffer(b"|s=", np.uint8)
+    value = np.zeros(len(rows), np.int64)
+    for d in range(12):
+        value = value * 16 + np.maximum(digits[:, d], 0)
+    short = (room >= 11) & (digits[:, :8] >= 0).all(axis=1) & (window[:, 8:11] == marker).all(axis=1)
+    long = ~short & (room >= 15) & (digits[:, :12] >= 0).all(axis=1) & (window[:, 12:15] == marker).all(axis=1)
+    out[rows[short]] = value[short] >> 16
+    out[rows[long]] = value[long] | (1 << 48)  # a 12-digit rev never equals an 8-digit one
+    for k in rows[~short & ~long].tolist():  # the first "|r=" holds no rev: search on, as the regex does
+        found = _REV8.search(arr[k].as_py())
+        if found:
+            rev = found.group(1)
+            out[k] = int(rev, 16) | ((1 << 48) if len(rev) == 12 else 0)
+    return out
 
 
 # -- matching ----------------------------------------------------------------------------------
 
 class _Side:
-    """One side (vanished rows or candidate rows): sort keys as numpy arrays, other columns read on demand."""
+    """Rows of one table (vanished rows or candidate rows): sort keys as numpy arrays, other columns read on demand."""
 
-    def __init__(self, table: pa.Table, docs: pa.Array) -> None:
+    def __init__(self, table: pa.Table, rows: np.ndarray, docs: pa.Array) -> None:
         self.table = table
-        self.rows = np.arange(table.num_rows)  # table row of each position (positions may be reordered)
-        self.doc = _codes(table.column("doc_id"), docs)
-        self.seq = _np(table.column("seq_index"))
+        self.rows = rows  # table row of each position (positions may be reordered)
+        self.doc = _codes(self.column("doc_id"), docs)
+        self.seq = _np(self.column("seq_index"))
 
     def reorder(self, order: np.ndarray) -> None:
         self.rows, self.doc, self.seq = self.rows[order], self.doc[order], self.seq[order]
@@ -198,8 +233,8 @@ class _Side:
     def spans(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _spans(self.column("evidence_anchor", positions))
 
-    def revs(self, positions: np.ndarray, among: pa.Array | None = None) -> tuple[np.ndarray, pa.Array]:
-        return _revs(self.column("locator", positions), among)
+    def revs(self, positions: np.ndarray) -> np.ndarray:
+        return _revs(self.column("locator", positions))
 
 
 class _Matching:
@@ -209,17 +244,18 @@ class _Matching:
     (an index into :data:`_BY_STRENGTH`) and ``score`` (NaN where the match has none).
     """
 
-    def __init__(self, gone: pa.Table, cands: pa.Table, existed: np.ndarray) -> None:
-        docs = pc.unique(gone.column("doc_id").cast(pa.string()))
-        self.g = _Side(gone, docs)
-        self.c = _Side(cands, docs)
-        order = np.lexsort((np.arange(cands.num_rows), self.c.seq, self.c.doc))  # reading order, then table order
+    def __init__(self, previous: pa.Table, gone: np.ndarray, current: pa.Table, cands: np.ndarray,
+                 existed: np.ndarray) -> None:
+        docs = pc.unique(previous.column("doc_id").take(gone).cast(pa.string()))
+        self.g = _Side(previous, gone, docs)
+        self.c = _Side(current, cands, docs)
+        order = np.lexsort((np.arange(len(cands)), self.c.seq, self.c.doc))  # reading order, then table order
         self.c.reorder(order)
         self.fresh = ~existed[order]  # ids new in this run
         self.key = (self.c.doc << 32) | (self.c.seq + _SEQ_BIAS)
         self.lo = np.searchsorted(self.c.doc, self.g.doc, side="left")
         self.hi = np.searchsorted(self.c.doc, self.g.doc, side="right")
-        n = gone.num_rows
+        n = len(gone)
         self.target = np.full(n, -1, np.int64)
         self.how = np.full(n, _REMOVED, np.int64)
         self.score = np.full(n, np.nan)
@@ -252,8 +288,10 @@ class _Matching:
     def by_span(self) -> None:
         """Step 2: unchanged canonical text (same rev8 as the document's first chunk): best span IoU."""
         owners = self.open()
-        g_rev, revs = self.g.revs(owners)
-        c_rev, _ = self.c.revs(self.lo[owners], revs)
+        if not len(owners):
+            return
+        firsts, first_of = np.unique(self.lo[owners], return_inverse=True)  # each document's first candidate
+        g_rev, c_rev = self.g.revs(owners), self.c.revs(firsts)[first_of]
         owners = owners[(g_rev >= 0) & (c_rev == g_rev)]
         if not len(owners):
             return
@@ -294,17 +332,17 @@ class _Matching:
         bits = wordsets.signature_bits(g_words, c_words)
         g_sig, c_sig = wordsets.signatures(g_words, bits), wordsets.signatures(c_words, bits)
 
-        def scores(mine: np.ndarray, cand: np.ndarray) -> np.ndarray:
-            """Exact Jaccard where it may reach MIN_SIMILARITY, else -1."""
+        def scores(mine: np.ndarray, cand: np.ndarray, least: float) -> np.ndarray:
+            """Exact Jaccard where it may reach ``least``, else -1."""
             out = np.full(len(mine), -1.0)
-            keep = np.flatnonzero(wordsets.may_reach(g_sig, mine, c_sig, c_row[cand], MIN_SIMILARITY))
+            keep = np.flatnonzero(wordsets.may_reach(g_sig, mine, c_sig, c_row[cand], least))
             out[keep] = wordsets.jaccard(g_words, mine[keep], c_words, c_row[cand[keep]])
             return out
 
         # a renamed or lightly edited section usually keeps its place: try that first
         at_place = np.flatnonzero((here < hi) & self.fresh[np.minimum(here, len(self.key) - 1)])
         if len(at_place):
-            got = scores(at_place, here[at_place])
+            got = scores(at_place, here[at_place], SAME_PLACE_SIMILARITY)
             ok = got >= SAME_PLACE_SIMILARITY
             self._take(owners[at_place[ok]], here[at_place[ok]], _SIMILAR, got[ok])
         rest = np.flatnonzero(self.target[owners] < 0)
@@ -313,7 +351,7 @@ class _Matching:
             k, cand = _expand(lo[mine], hi[mine])
             alive = self.fresh[cand]
             k, cand = k[alive], cand[alive]
-            got = scores(mine[k], cand)
+            got = scores(mine[k], cand, MIN_SIMILARITY)
             hit = got >= MIN_SIMILARITY
             k, cand, got = k[hit], cand[hit], got[hit]
             seq = self.g.seq[owners[mine]]
@@ -333,10 +371,12 @@ def _moved(m: _Matching, current: pa.Table, old_ids: pa.Array) -> tuple[np.ndarr
     if not len(lost):
         return found, None
     g_hash = m.g.column("content_hash", lost)
-    pool = current.filter(pc.and_(_is_in(current.column("content_hash"), g_hash),
-                                  pc.invert(_is_in(current.column("chunk_id"), old_ids))))
-    if not pool.num_rows:
+    same = _where(_is_in(current.column("content_hash"), g_hash))
+    if len(same):
+        same = same[~_np(_is_in(current.column("chunk_id").take(same), old_ids), np.bool_)]
+    if not len(same):
         return found, None
+    pool = current.select(["doc_id", "seq_index", "content_hash", "chunk_id", "section_id"]).take(same)
     hashes = pc.unique(pool.column("content_hash").cast(pa.string()))
     p_hash = _codes(pool.column("content_hash"), hashes)
     docs = pool.column("doc_id").cast(pa.string())
@@ -377,6 +417,46 @@ def _rounded(scores: np.ndarray) -> pa.Array:
     return pa.array(out, pa.float64(), from_pandas=True)
 
 
+def _empty_matches() -> pa.Table:
+    return pa.table({c: pa.array([], pa.float64() if c == "overlap" else pa.string()) for c in MATCH_COLUMNS})
+
+
+def _matches(previous: pa.Table | None, current: pa.Table) -> pa.Table:
+    """:func:`match_vanished` in no particular order (the caller sorts)."""
+    if previous is None or previous.num_rows == 0:
+        return _empty_matches()
+    gone = np.flatnonzero(~_np(_is_in(previous.column("chunk_id"), current.column("chunk_id")), np.bool_))
+    if not len(gone):
+        return _empty_matches()
+    old_ids = previous.column("chunk_id").combine_chunks()
+    cands = _where(_is_in(current.column("doc_id"), previous.column("doc_id").take(gone)))
+    existed = _np(_is_in(current.column("chunk_id").take(cands), old_ids), np.bool_)
+    m = _Matching(previous, gone, current, cands, existed)
+    m.by_hash()
+    m.by_span()
+    m.by_words()
+    moved, pool = _moved(m, current, old_ids)
+    at_rows = np.where(m.target >= 0, m.c.rows[np.maximum(m.target, 0)], -1) if len(m.c.rows) else m.target
+    new_id, new_section = _targets(at_rows, current)
+    if pool is not None:
+        is_moved = pa.array(moved >= 0)
+        moved_id, moved_section = _targets(moved, pool)
+        new_id = pc.if_else(is_moved, moved_id, new_id)
+        new_section = pc.if_else(is_moved, moved_section, new_section)
+    old = previous.select(["doc_id", "chunk_id", "section_id", "chunking_version"]).take(gone)
+    columns = {
+        "doc_id": old.column("doc_id"),
+        "old_chunk_id": old.column("chunk_id"),
+        "old_section_id": old.column("section_id"),
+        "old_chunking_version": old.column("chunking_version"),
+        "new_chunk_id": new_id,
+        "new_section_id": new_section,
+        "match": _MATCHES.take(pa.array(m.how)),
+        "overlap": _rounded(m.score),
+    }
+    return pa.table({n: c.cast(pa.float64() if n == "overlap" else pa.string()) for n, c in columns.items()})
+
+
 def match_vanished(previous: pa.Table | None, current: pa.Table) -> pa.Table:
     """Every id of ``previous`` missing from ``current``, matched within its document.
 
@@ -384,38 +464,7 @@ def match_vanished(previous: pa.Table | None, current: pa.Table) -> pa.Table:
     Only the vanished rows and the current rows of their documents are read: re-running
     unchanged input (the common case) stays one vectorized set test.
     """
-    empty = pa.table({c: pa.array([], pa.float64() if c == "overlap" else pa.string()) for c in MATCH_COLUMNS})
-    if previous is None or previous.num_rows == 0:
-        return empty
-    gone = previous.filter(pc.invert(_is_in(previous.column("chunk_id"), current.column("chunk_id"))))
-    if gone.num_rows == 0:
-        return empty
-    old_ids = previous.column("chunk_id").combine_chunks()
-    cands = current.filter(_is_in(current.column("doc_id"), gone.column("doc_id")))
-    m = _Matching(gone, cands, _np(_is_in(cands.column("chunk_id"), old_ids), np.bool_))
-    m.by_hash()
-    m.by_span()
-    m.by_words()
-    moved, pool = _moved(m, current, old_ids)
-    at_rows = np.where(m.target >= 0, m.c.rows[np.maximum(m.target, 0)], -1) if len(m.c.rows) else m.target
-    new_id, new_section = _targets(at_rows, m.c.table)
-    if pool is not None:
-        is_moved = pa.array(moved >= 0)
-        moved_id, moved_section = _targets(moved, pool)
-        new_id = pc.if_else(is_moved, moved_id, new_id)
-        new_section = pc.if_else(is_moved, moved_section, new_section)
-    out = pa.table({
-        "doc_id": gone.column("doc_id"),
-        "old_chunk_id": gone.column("chunk_id"),
-        "old_section_id": gone.column("section_id"),
-        "old_chunking_version": gone.column("chunking_version"),
-        "new_chunk_id": new_id,
-        "new_section_id": new_section,
-        "match": _MATCHES.take(pa.array(m.how)),
-        "overlap": _rounded(m.score),
-    })
-    out = pa.table([c.cast(pa.float64() if n == "overlap" else pa.string()) for n, c in zip(out.column_names, out.columns)],
-                   names=out.column_names)
+    out = _matches(previous, current)
     return out.take(pc.sort_indices(out, sort_keys=[("old_chunk_id", "ascending")]))
 
 
@@ -497,7 +546,7 @@ def compute_redirects(
     (doc_id, old_chunk_id), so the same inputs give the same table.
     """
     now = now or dt.datetime.now(dt.UTC)
-    fresh = match_vanished(previous, current)
+    fresh = _matches(previous, current)
     n = fresh.num_rows
     table = pa.table({
         "dataset": pa.repeat(pa.scalar(dataset, pa.string()), n),
