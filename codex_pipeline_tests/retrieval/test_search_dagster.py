@@ -212,6 +212,12 @@ def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_
     (emb,) = result.asset_materializations_for_node("narrative__embeddings")
     units = Warehouse(wh.root).read("narrative", "evidence_units", D1)
     assert units.num_rows == emb.metadata["evidence_units"].value > 0
+    con = connect_catalog(wh)
+    try:  # queryable like the embeddings: a current view and its history
+        assert con.execute("SELECT count(*) FROM codex.narrative_evidence_units").fetchone() == (units.num_rows,)
+        assert con.execute("SELECT count(*) FROM codex.narrative_evidence_units_history").fetchone() == (units.num_rows,)
+    finally:
+        con.close()
     # each stored unit is the unit of its chunk's text, keyed by the text it was embedded from
     chunks = {r["chunk_id"]: r for r in Warehouse(wh.root).read("narrative", "chunks", D1).to_pylist()}
     raw = {r["doc_id"]: r["canonical_text"] for r in Warehouse(wh.root).read("narrative", "raw", D1).to_pylist()}
