@@ -14,8 +14,8 @@ unit's own text like any input, and the chunk's vector is their length-weighted 
 (what the local model already does with the windows of a long input). The search
 index keeps the unit vectors, so a query embeds only itself, and the units cost no
 model time beyond the chunk's own: embedding each chunk whole *and* its units took
-1.89x the step time of an 8-day backfill (``bench/bench_scale_out.py``, 1 worker:
-348 s against 184 s). A chunk of one unit is embedded as before, from its text. The
+1.87x the step time of an 8-day backfill (``bench/bench_scale_out.py``, 1 worker:
+348 s of steps against 186 s pooled, 184 s before units existed). A chunk of one unit is embedded as before, from its text. The
 embeddings file is stamped with the unit recipe
 (:data:`~codex_pipeline.retrieval.units.UNITS_VERSION`), so the version sensor re-runs
 this step when it changes.
