@@ -27,12 +27,15 @@ one such row (no target) for every chunk id of a document retracted by a tombsto
 a full snapshot, in ``redirects/deleted.parquet``, and drops it when the document lands
 again.
 
-Every step runs on whole columns (numpy over Arrow buffers, word hashing on a few
-threads): ``bench/bench_redirects.py`` re-keys 100k chunks in 2.4-3.5 s of CPU on the
-shared two-core dev machine, where the row-at-a-time matcher (one Python word set per
-chunk) took 14-24 s. Word-set similarity is pruned by signatures and verified exactly
-(:mod:`.wordsets` gives the error bounds); :mod:`.redirect_exact` keeps the row-at-a-time
-matcher as the reference the tests and ``bench/bench_redirects.py --check`` compare against.
+Every step runs on whole columns, on one thread: numpy over Arrow buffers, ids and
+content hashes turned into integer codes once, word sets built a few thousand vanished
+rows at a time so they stay in cache. ``bench/bench_redirects.py`` re-keys 100k chunks in
+about 0.9-1.1 s of CPU on the shared two-core dev machine (2.1-2.5 s before those changes;
+the row-at-a-time matcher, one Python word set per chunk, took 14-24 s). Word-set
+similarity is pruned by signatures with an exact bound and verified exactly (:mod:`.wordsets`
+gives the one error left, word-hash collisions); :mod:`.redirect_exact` keeps the
+row-at-a-time matcher as the reference the tests and ``bench/bench_redirects.py --check``
+compare against.
 """
 
 from __future__ import annotations
@@ -98,10 +101,14 @@ REDIRECT_SCHEMA = pa.schema(
 
 _REV8 = re.compile(r"\|r=([0-9a-f]{8}|[0-9a-f]{12})\|s=")
 _CHAR_SPAN = r'"char_span":\[(?P<start>\d+),(?P<end>\d+)\]'
-_PAIRS_PER_BATCH = 1 << 21  # candidate pairs held at once: bounds memory on long documents
+_PAIRS_PER_BATCH = 1 << 18  # candidate pairs held at once: bounds memory (fresh memory costs page faults)
+_ROWS_PER_BATCH = 4096  # vanished rows whose words are hashed and scored at once
+_PROBE = 64  # pairs at the old place scored before deciding whether pruning the others pays
 _SEQ_BIAS = 1 << 31  # seq_index as an unsigned 32-bit field of a (document, seq) sort key
-_HEX = np.full(256, -1, np.int64)
-_HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
+_MIX = np.uint64(0xFF51AFD7ED558CCD)  # an odd multiplier (MurmurHash3's)
+_ALL_BYTES = np.uint64(0x0101010101010101)  # eight true booleans, read as one number
+_U24, _U32 = np.uint64(0xFFFFFF), np.uint64(0xFFFFFFFF)
+_REV_END = np.uint64(int.from_bytes(b"|s=", "little"))
 
 
 # -- small vectorized helpers ------------------------------------------------------------------
@@ -124,6 +131,63 @@ def _codes(values: pa.ChunkedArray | pa.Array, among: pa.Array) -> np.ndarray:
     """Position of each value in ``among`` (-1 where absent or null)."""
     found = pc.index_in(values.cast(pa.string()), value_set=among.cast(pa.string()))
     return _np(found.fill_null(-1))
+
+
+def _joint_codes(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray, int]:
+    """Codes for the values of two columns from one dictionary (equal values, equal codes; null: -1),
+    and how many distinct values there are: one pass over the strings, then set tests on integers."""
+    chunks = [c.cast(pa.string()) for col in (a, b)
+              for c in (col.chunks if isinstance(col, pa.ChunkedArray) else [col])]
+    both = pa.concat_arrays(chunks) if chunks else pa.array([], pa.string())
+    fixed = _fixed_width_codes(both)
+    if fixed is not None:
+        codes, size = fixed
+    else:
+        encoded = pc.dictionary_encode(both)
+        codes, size = _np(encoded.indices.fill_null(-1)), len(encoded.dictionary)
+    return codes[:len(a)], codes[len(a):], size
+
+
+def _fixed_width_codes(strings: pa.Array) -> tuple[np.ndarray, int] | None:
+    """:func:`_joint_codes` for strings all of one length (ids, hex digests), in half of Arrow's time; else None.
+
+    Each string's bytes are mixed into a number and the numbers sorted; every string is then
+    compared with the first of its number's group, so the codes are exact (a collision, which
+    the comparison finds, hands the strings to Arrow's dictionary instead).
+    """
+    if not len(strings) or strings.null_count:
+        return None
+    offsets = np.frombuffer(strings.buffers()[1], np.int32, len(strings) + 1, strings.offset * 4)
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or not np.all(np.diff(offsets) == width):
+        return None
+    rows = np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0]:offsets[-1]].reshape(len(strings), width)
+    if width % 8 == 0 and rows.ctypes.data % 8 == 0:
+        words = rows.view(np.uint64)  # each string as eight-byte words: the buffer itself
+    else:
+        words = np.zeros((len(strings), -(-width // 8)), np.uint64)
+        words.view(np.uint8)[:, :width] = rows
+    key = np.zeros(len(strings), np.uint64)
+    for column in words.T:
+        key ^= column
+        key *= _MIX
+        key ^= key >> np.uint64(32)
+    order = np.argsort(key)
+    ranked = key[order]
+    first_of_run = np.r_[True, ranked[1:] != ranked[:-1]]
+    codes = np.empty(len(strings), np.int64)
+    codes[order] = np.cumsum(first_of_run) - 1
+    first = order[first_of_run][codes]  # each string's group's first string
+    if not all(np.array_equal(column[first], column) for column in words.T):
+        return None
+    return codes, int(first_of_run.sum())
+
+
+def _member(codes: np.ndarray, among: np.ndarray, size: int) -> np.ndarray:
+    """Which ``codes`` occur in ``among`` (codes of one :func:`_joint_codes` call; -1 never does)."""
+    table = np.zeros(size + 1, np.bool_)
+    table[among[among >= 0]] = True
+    return table[np.where(codes >= 0, codes, size)]
 
 
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,39 +238,43 @@ def _spans(anchors: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return start, end
 
 
-def _revs(locators: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Each locator's ``rev8`` (or ``rev12``) as a number, equal exactly when the revs are (-1: none).
+def _revs(locators: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Each locator's ``rev8`` (or ``rev12``) as two numbers, both equal exactly when the revs are (-1: none).
 
-    The first ``|r=`` of a locator is read straight from the Arrow buffer; a locator whose
-    first ``|r=`` is not followed by a rev (never one the chunkers write) gets the regex.
+    The first ``|r=`` of a locator is read straight from the Arrow buffer (its rev's bytes are
+    the numbers); a locator whose first ``|r=`` is not followed by a rev (never one the
+    chunkers write) gets the regex.
     """
     arr = locators.combine_chunks() if isinstance(locators, pa.ChunkedArray) else locators
     arr = arr.cast(pa.large_string())
     at = _np(pc.find_substring(arr, "|r=").fill_null(-1))
-    out = np.full(len(arr), -1, np.int64)
+    head, tail = np.full(len(arr), -1, np.int64), np.full(len(arr), -1, np.int64)
     rows = np.flatnonzero(at >= 0)
     if not len(rows):
-        return out
+        return head, tail
     offsets = np.frombuffer(arr.buffers()[1], np.int64, len(arr) + 1, arr.offset * 8)
-    room = offsets[rows + 1] - offsets[rows] - at[rows] - 3  # bytes after "|r="
-    data = np.frombuffer(arr.buffers()[2], np.uint8)
-    where = np.minimum((offsets[rows] + at[rows] + 3)[:, None] + np.arange(15), len(data) - 1)
-    window = data[where]  # the 15 bytes after "|r=" (clipped at the end of the data; checked against room)
-    digits = _HEX[window]
-    marker = np.frombuffer(b"|s=", np.uint8)
-    value = np.zeros(len(rows), np.int64)
-    for d in range(12):
-        value = value * 16 + np.maximum(digits[:, d], 0)
-    short = (room >= 11) & (digits[:, :8] >= 0).all(axis=1) & (window[:, 8:11] == marker).all(axis=1)
-    long = ~short & (room >= 15) & (digits[:, :12] >= 0).all(axis=1) & (window[:, 12:15] == marker).all(axis=1)
-    out[rows[short]] = value[short] >> 16
-    out[rows[long]] = value[long] | (1 << 48)  # a 12-digit rev never equals an 8-digit one
-    for k in rows[~short & ~long].tolist():  # the first "|r=" holds no rev: search on, as the regex does
-        found = _REV8.search(arr[k].as_py())
-        if found:
-            rev = found.group(1)
-            out[k] = int(rev, 16) | ((1 << 48) if len(rev) == 12 else 0)
-    return out
+    data = np.r_[np.frombuffer(arr.buffers()[2], np.uint8)[:offsets[-1]], np.zeros(16, np.uint8)]
+    eight = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    start = offsets[rows] + at[rows] + 3  # the first byte after "|r="
+    room = offsets[rows + 1] - start
+    words = np.stack((eight[start], eight[start + 8]), axis=1)  # the 16 bytes there (zeros past the end)
+    window = words.view(np.uint8)
+    hexy = (((window - np.uint8(48)) < 10) | ((window - np.uint8(97)) < 6)).view(np.uint64)
+    after = words[:, 1]
+    short = (room >= 11) & (hexy[:, 0] == _ALL_BYTES) & ((after & _U24) == _REV_END)
+    long = (~short & (room >= 15) & (hexy[:, 0] == _ALL_BYTES) & ((hexy[:, 1] & _U32) == (_ALL_BYTES & _U32))
+            & (((after >> np.uint64(32)) & _U24) == _REV_END))
+    found = short | long
+    head[rows[found]] = words[found, 0].view(np.int64)  # hex digits are ASCII: never negative
+    tail[rows[short]] = 0
+    tail[rows[long]] = ((after[long] & _U32) | np.uint64(1 << 40)).view(np.int64)
+    for k in rows[~found].tolist():  # the first "|r=" holds no rev: search on, as the regex does
+        rev = _REV8.search(arr[k].as_py())
+        if rev:
+            digits = rev.group(1).encode()
+            head[k] = int.from_bytes(digits[:8], "little")
+            tail[k] = int.from_bytes(digits[8:], "little") | (1 << 40) if len(digits) == 12 else 0
+    return head, tail
 
 
 # -- matching ----------------------------------------------------------------------------------
@@ -224,16 +292,20 @@ class _Side:
         self.rows, self.doc, self.seq = self.rows[order], self.doc[order], self.seq[order]
 
     def column(self, name: str, positions: np.ndarray | None = None) -> pa.ChunkedArray:
-        """Column ``name`` at ``positions`` (all, in position order, by default); no copy when that is the table."""
+        """Column ``name`` at ``positions`` (all, in position order, by default); no copy when those are consecutive rows."""
         rows = self.rows if positions is None else self.rows[positions]
-        if len(rows) == self.table.num_rows and np.array_equal(rows, np.arange(len(rows))):
-            return self.table.column(name)
+        if len(rows) and rows[-1] - rows[0] == len(rows) - 1 and np.all(np.diff(rows) == 1):
+            return self.table.column(name).slice(int(rows[0]), len(rows))
         return self.table.column(name).take(rows)
+
+    def text_bytes(self, positions: np.ndarray) -> np.ndarray:
+        """The length in bytes of ``chunk_text`` at ``positions`` (read from the offsets: no copy)."""
+        return _np(pc.binary_length(self.table.column("chunk_text")).fill_null(0))[self.rows[positions]]
 
     def spans(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _spans(self.column("evidence_anchor", positions))
 
-    def revs(self, positions: np.ndarray) -> np.ndarray:
+    def revs(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _revs(self.column("locator", positions))
 
 
@@ -249,9 +321,12 @@ class _Matching:
         docs = pc.unique(previous.column("doc_id").take(gone).cast(pa.string()))
         self.g = _Side(previous, gone, docs)
         self.c = _Side(current, cands, docs)
-        order = np.lexsort((np.arange(len(cands)), self.c.seq, self.c.doc))  # reading order, then table order
+        order = np.argsort((self.c.doc << 32) | (self.c.seq + _SEQ_BIAS), kind="stable")  # reading order, then table order
         self.c.reorder(order)
         self.fresh = ~existed[order]  # ids new in this run
+        # content hashes as codes of one dictionary: the vanished rows', then every current row's
+        self.g_hash, self.current_hash, self.hashes = _joint_codes(self.g.column("content_hash"),
+                                                                   current.column("content_hash"))
         self.key = (self.c.doc << 32) | (self.c.seq + _SEQ_BIAS)
         self.lo = np.searchsorted(self.c.doc, self.g.doc, side="left")
         self.hi = np.searchsorted(self.c.doc, self.g.doc, side="right")
@@ -271,14 +346,12 @@ class _Matching:
 
     def by_hash(self) -> None:
         """Step 1: identical text in the same document; ids new in this run first, then the nearest."""
-        hashes = pc.unique(self.g.column("content_hash").cast(pa.string()))
-        g_hash = _codes(self.g.column("content_hash"), hashes)
-        c_hash = _codes(self.c.column("content_hash"), hashes)
+        c_hash = self.current_hash[self.c.rows]
         has = np.flatnonzero(c_hash >= 0)
-        keys = self.c.doc[has] * len(hashes) + c_hash[has]
+        keys = self.c.doc[has] * self.hashes + c_hash[has]
         order = np.argsort(keys, kind="stable")
         keys, pos = keys[order], has[order]
-        wanted = self.g.doc * len(hashes) + g_hash
+        wanted = np.where(self.g_hash >= 0, self.g.doc * self.hashes + self.g_hash, -1)
         owner, k = _expand(np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right"))
         cand = pos[k]
         best = _first_per_owner(owner, ~self.fresh[cand], np.abs(self.c.seq[cand] - self.g.seq[owner]),
@@ -291,8 +364,8 @@ class _Matching:
         if not len(owners):
             return
         firsts, first_of = np.unique(self.lo[owners], return_inverse=True)  # each document's first candidate
-        g_rev, c_rev = self.g.revs(owners), self.c.revs(firsts)[first_of]
-        owners = owners[(g_rev >= 0) & (c_rev == g_rev)]
+        (g_head, g_tail), (c_head, c_tail) = self.g.revs(owners), self.c.revs(firsts)
+        owners = owners[(g_head >= 0) & (g_head == c_head[first_of]) & (g_tail == c_tail[first_of])]
         if not len(owners):
             return
         g_start, g_end = self.g.spans(owners)
@@ -313,36 +386,45 @@ class _Matching:
             self._take(mine[owner[best]], cand[best], _SPAN, iou[best])
 
     def by_words(self) -> None:
-        """Step 3: the new chunk near the old place whose word set is most alike (see :mod:`.wordsets`)."""
+        """Step 3: the new chunk near the old place whose word set is most alike (see :mod:`.wordsets`).
+
+        The vanished rows go in reading order, a few thousand at a time with the candidates
+        their windows reach: word hashes stay small enough to be reused from cache (and from
+        the allocator, where fresh pages would each cost a fault).
+        """
         owners = self.open()
         if not len(owners):
             return
+        owners = owners[np.lexsort((self.g.seq[owners], self.g.doc[owners]))]
         g_key = (self.g.doc[owners] << 32) | (self.g.seq[owners] + _SEQ_BIAS)
         lo = np.searchsorted(self.key, g_key - SIMILAR_WINDOW, side="left")
         hi = np.searchsorted(self.key, g_key + SIMILAR_WINDOW, side="right")
         here = np.searchsorted(self.key, g_key, side="left")
+        bits = wordsets.signature_bits_for(self.g.text_bytes(owners))
+        for first in range(0, len(owners), _ROWS_PER_BATCH):
+            part = slice(first, first + _ROWS_PER_BATCH)
+            self._by_words(owners[part], lo[part], hi[part], here[part], bits)
+
+    def _by_words(self, owners: np.ndarray, lo: np.ndarray, hi: np.ndarray, here: np.ndarray, bits: int) -> None:
+        """:meth:`by_words` for vanished rows in reading order, whose windows are ``[lo, hi)``, with ``bits``-bit signatures."""
+        base, top = int(lo[0]), int(hi[-1])  # the windows move forward: together they lie in [base, top)
         # the fresh candidates any window reaches get word sets; the others are never scored
-        scored = np.flatnonzero(_covered(lo, hi, len(self.key)) & self.fresh)
+        scored = base + np.flatnonzero(_covered(lo - base, hi - base, top - base) & self.fresh[base:top])
         if not len(scored):
             return
-        c_row = np.full(len(self.key), -1, np.int64)
-        c_row[scored] = np.arange(len(scored))
-        g_words = wordsets.word_sets(self.g.column("chunk_text", owners))
-        c_words = wordsets.word_sets(self.c.column("chunk_text", scored))
-        bits = wordsets.signature_bits(g_words, c_words)
-        g_sig, c_sig = wordsets.signatures(g_words, bits), wordsets.signatures(c_words, bits)
-
-        def scores(mine: np.ndarray, cand: np.ndarray, least: float) -> np.ndarray:
-            """Exact Jaccard where it may reach ``least``, else -1."""
-            out = np.full(len(mine), -1.0)
-            keep = np.flatnonzero(wordsets.may_reach(g_sig, mine, c_sig, c_row[cand], least))
-            out[keep] = wordsets.jaccard(g_words, mine[keep], c_words, c_row[cand[keep]])
-            return out
-
+        c_row = np.full(top - base, -1, np.int64)
+        c_row[scored - base] = np.arange(len(scored))
+        words = _Scorer(wordsets.word_sets(self.g.column("chunk_text", owners)),
+                        wordsets.word_sets(self.c.column("chunk_text", scored)), c_row, base, bits)
         # a renamed or lightly edited section usually keeps its place: try that first
         at_place = np.flatnonzero((here < hi) & self.fresh[np.minimum(here, len(self.key) - 1)])
         if len(at_place):
-            got = scores(at_place, here[at_place], SAME_PLACE_SIMILARITY)
+            # pruning pays where most pairs fail; where the first ones mostly match (a light edit
+            # throughout), it would only add signatures to pairs that are scored anyway
+            probe, after = at_place[:_PROBE], at_place[_PROBE:]
+            got = words.scores(probe, here[probe], SAME_PLACE_SIMILARITY, prune=False)
+            prune = not len(got) or int(np.count_nonzero(got >= SAME_PLACE_SIMILARITY)) < 0.75 * len(got)
+            got = np.r_[got, words.scores(after, here[after], SAME_PLACE_SIMILARITY, prune)]
             ok = got >= SAME_PLACE_SIMILARITY
             self._take(owners[at_place[ok]], here[at_place[ok]], _SIMILAR, got[ok])
         rest = np.flatnonzero(self.target[owners] < 0)
@@ -351,7 +433,7 @@ class _Matching:
             k, cand = _expand(lo[mine], hi[mine])
             alive = self.fresh[cand]
             k, cand = k[alive], cand[alive]
-            got = scores(mine[k], cand, MIN_SIMILARITY)
+            got = words.scores(mine[k], cand, MIN_SIMILARITY)
             hit = got >= MIN_SIMILARITY
             k, cand, got = k[hit], cand[hit], got[hit]
             seq = self.g.seq[owners[mine]]
@@ -359,7 +441,29 @@ class _Matching:
             self._take(owners[mine[k[best]]], cand[best], _SIMILAR, got[best])
 
 
-def _moved(m: _Matching, current: pa.Table, old_ids: pa.Array) -> tuple[np.ndarray, pa.Table | None]:
+class _Scorer:
+    """Word sets of a batch's vanished rows and of its candidates (``c_row``: candidate position
+    less ``base`` to word-set row); signatures are built the first time a pair is pruned."""
+
+    def __init__(self, g_words: wordsets.WordSets, c_words: wordsets.WordSets, c_row: np.ndarray, base: int,
+                 bits: int) -> None:
+        self.g_words, self.c_words, self.c_row, self.base, self.bits = g_words, c_words, c_row, base, bits
+        self._sig: tuple[wordsets.Signatures, wordsets.Signatures] | None = None
+
+    def scores(self, mine: np.ndarray, cand: np.ndarray, least: float, prune: bool = True) -> np.ndarray:
+        """Exact Jaccard of vanished row ``mine`` and candidate ``cand`` where it may reach ``least``, else -1."""
+        out = np.full(len(mine), -1.0)
+        rows = self.c_row[cand - self.base]
+        keep = np.arange(len(mine))
+        if prune and len(mine):
+            if self._sig is None:
+                self._sig = wordsets.signatures(self.g_words, self.bits), wordsets.signatures(self.c_words, self.bits)
+            keep = np.flatnonzero(wordsets.may_reach(self._sig[0], mine, self._sig[1], rows, least))
+        out[keep] = wordsets.jaccard(self.g_words, mine[keep], self.c_words, rows[keep])
+        return out
+
+
+def _moved(m: _Matching, current: pa.Table, current_existed: np.ndarray) -> tuple[np.ndarray, pa.Table | None]:
     """Last resort before ``removed``: the identical text under a new id of another document.
 
     A document whose id changed (a renamed record, a reader that now names it otherwise)
@@ -370,21 +474,18 @@ def _moved(m: _Matching, current: pa.Table, old_ids: pa.Array) -> tuple[np.ndarr
     found = np.full(len(m.target), -1, np.int64)
     if not len(lost):
         return found, None
-    g_hash = m.g.column("content_hash", lost)
-    same = _where(_is_in(current.column("content_hash"), g_hash))
-    if len(same):
-        same = same[~_np(_is_in(current.column("chunk_id").take(same), old_ids), np.bool_)]
+    same = np.flatnonzero(_member(m.current_hash, m.g_hash[lost], m.hashes) & ~current_existed)
     if not len(same):
         return found, None
-    pool = current.select(["doc_id", "seq_index", "content_hash", "chunk_id", "section_id"]).take(same)
-    hashes = pc.unique(pool.column("content_hash").cast(pa.string()))
-    p_hash = _codes(pool.column("content_hash"), hashes)
+    pool = current.select(["doc_id", "seq_index", "chunk_id", "section_id"]).take(same)
+    p_hash = m.current_hash[same]
     docs = pool.column("doc_id").cast(pa.string())
     names = pc.unique(docs)
     doc_rank = np.argsort(_np(pc.array_sort_indices(names)))[_codes(docs, names)]  # doc_id's place in text order
     order = np.argsort(p_hash, kind="stable")
-    ranked, wanted = p_hash[order], _codes(g_hash, hashes)
-    owner, k = _expand(np.searchsorted(ranked, wanted, "left"), np.searchsorted(ranked, wanted, "right"))
+    ranked, wanted = p_hash[order], m.g_hash[lost]
+    owner, k = _expand(np.searchsorted(ranked, wanted, "left"),
+                       np.where(wanted >= 0, np.searchsorted(ranked, wanted, "right"), 0))
     cand = order[k]
     seq = _np(pool.column("seq_index"))
     best = _first_per_owner(owner, np.abs(seq[cand] - m.g.seq[lost][owner]), doc_rank[cand], seq[cand], cand)
@@ -425,17 +526,17 @@ def _matches(previous: pa.Table | None, current: pa.Table) -> pa.Table:
     """:func:`match_vanished` in no particular order (the caller sorts)."""
     if previous is None or previous.num_rows == 0:
         return _empty_matches()
-    gone = np.flatnonzero(~_np(_is_in(previous.column("chunk_id"), current.column("chunk_id")), np.bool_))
+    old_ids, new_ids, size = _joint_codes(previous.column("chunk_id"), current.column("chunk_id"))
+    gone = np.flatnonzero(~_member(old_ids, new_ids, size))
     if not len(gone):
         return _empty_matches()
-    old_ids = previous.column("chunk_id").combine_chunks()
+    existed = _member(new_ids, old_ids, size)  # current ids that the previous table had too
     cands = _where(_is_in(current.column("doc_id"), previous.column("doc_id").take(gone)))
-    existed = _np(_is_in(current.column("chunk_id").take(cands), old_ids), np.bool_)
-    m = _Matching(previous, gone, current, cands, existed)
+    m = _Matching(previous, gone, current, cands, existed[cands])
     m.by_hash()
     m.by_span()
     m.by_words()
-    moved, pool = _moved(m, current, old_ids)
+    moved, pool = _moved(m, current, existed)
     at_rows = np.where(m.target >= 0, m.c.rows[np.maximum(m.target, 0)], -1) if len(m.c.rows) else m.target
     new_id, new_section = _targets(at_rows, current)
     if pool is not None:

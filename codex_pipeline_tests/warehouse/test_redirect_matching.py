@@ -4,19 +4,23 @@ Each example builds a partition and re-chunks it three times with random renames
 every strength (so word-set scores land on both sides of 0.5 and 0.8, and tie), deletions,
 inserted chunks, moved documents, recuts over unchanged text (span overlap), long documents
 (windows of more than 32 chunks), duplicated texts, non-ASCII words and every kind of
-whitespace; every hop's redirect table, carried rows included, must equal the reference's.
+whitespace; every hop's redirect table, carried rows included, must equal the reference's,
+also when the matcher works in tiny batches and whichever way it decides to prune.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import random
+from unittest import mock
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
+from codex_pipeline.warehouse import redirects
 from codex_pipeline.warehouse.redirect_exact import exact_redirects
 from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, compute_redirects
 
@@ -101,9 +105,7 @@ def _table(chunks: list[Chunk], revs: dict[str, str], version: str) -> pa.Table:
     return pa.table(cols)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32))
-def test_random_rechunks_match_the_reference(seed: int) -> None:
+def _three_hops_match_the_reference(seed: int) -> None:
     rng = random.Random(seed)
     chunks, revs = _first(rng)
     previous, stored = _table(chunks, revs, "1"), None
@@ -118,6 +120,22 @@ def test_random_rechunks_match_the_reference(seed: int) -> None:
         assert fast.to_pylist() == exact.to_pylist()
         assert fast.equals(exact)
         previous, stored = current, fast
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32))
+def test_random_rechunks_match_the_reference(seed: int) -> None:
+    _three_hops_match_the_reference(seed)
+
+
+@pytest.mark.parametrize("probe", [0, 10**9], ids=["always-prune", "never-prune-at-place"])
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32))
+def test_tiny_batches_and_either_pruning_choice_match_the_reference(probe: int, seed: int) -> None:
+    """Batches of three vanished rows (windows straddle them, candidates are hashed twice), a few
+    candidate pairs at a time, and the at-place pairs pruned always or never: the same table."""
+    with mock.patch.multiple(redirects, _ROWS_PER_BATCH=3, _PAIRS_PER_BATCH=5, _PROBE=probe):
+        _three_hops_match_the_reference(seed)
 
 
 def test_the_random_rechunks_reach_every_kind_of_match() -> None:

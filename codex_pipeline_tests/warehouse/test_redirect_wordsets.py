@@ -43,7 +43,7 @@ def test_blocks_and_slices_do_not_change_the_hashes(monkeypatch: pytest.MonkeyPa
     rng = random.Random(3)
     texts = pa.array(_texts(rng, 400))
     whole = wordsets.word_sets(texts)
-    monkeypatch.setattr(wordsets, "_BLOCK_BYTES", 64)  # many blocks, each a few texts, on threads
+    monkeypatch.setattr(wordsets, "_BLOCK_BYTES", 64)  # many blocks, each a few texts
     small = wordsets.word_sets(texts)
     assert np.array_equal(whole.hashes, small.hashes) and np.array_equal(whole.bounds, small.bounds)
     part = wordsets.word_sets(texts.slice(100, 50))  # an Arrow slice: a non-zero offset into the buffers
@@ -74,3 +74,29 @@ def test_pruning_keeps_every_pair_that_reaches_the_threshold_and_drops_unrelated
     assert wordsets.may_reach(sa, i, sb, unrelated, 0.5)[np.array([len(t.split()) >= 20 for t in left])].mean() < 0.1
     with pytest.raises(ValueError, match="different widths"):
         wordsets.may_reach(sa, i, wordsets.signatures(b, bits * 2), i, 0.5)
+
+
+@pytest.mark.parametrize("bits", [64, 128, 512, 2048])
+@pytest.mark.parametrize("threshold", [0.5, 0.8])
+def test_pruning_is_a_bound_at_any_signature_width(bits: int, threshold: float) -> None:
+    """The prune drops only pairs it proves below the threshold: whatever the width (a narrow one
+    only keeps more), and for duplicated words, empty texts and sets of very different sizes."""
+    rng = random.Random(bits)
+    vocab = [f"v{k}" for k in range(300)]
+    left, right = [], []
+    for _ in range(4000):
+        words = [rng.choice(vocab) for _ in range(rng.choice([0, 1, 3, 10, 40, 150]))]  # duplicates
+        kept = rng.random() ** 0.3  # most pairs share much: scores crowd both thresholds
+        other = [w for w in words if rng.random() < kept] + rng.sample(vocab, rng.randint(0, 4))
+        left.append(" ".join(words))
+        right.append(" ".join(other if rng.random() < 0.8 else rng.sample(vocab, rng.randint(0, 60))))
+    a, b = wordsets.word_sets(pa.array(left)), wordsets.word_sets(pa.array(right))
+    sa, sb = wordsets.signatures(a, bits), wordsets.signatures(b, bits)
+    i = np.arange(4000)
+    exact = wordsets.jaccard(a, i, b, i)
+    assert exact.tolist() == [_jaccard(x, y) for x, y in zip(left, right)]
+    keep = wordsets.may_reach(sa, i, sb, i, threshold)
+    assert not ((exact >= threshold) & ~keep).any()
+    assert (exact >= threshold).sum() > 100 and ((exact >= threshold - 0.1) & (exact < threshold)).sum() > 50
+    if bits >= 512:  # wide enough to drop most of what falls well short
+        assert keep[exact < threshold / 2].mean() < 0.1
