@@ -336,15 +336,13 @@ def _vectors(
     has[row_idx] = True
     if not len(emb_idx):
         return np.zeros((0, 0), np.float32), has
-    out = _gather(embeddings.column("vector"), emb_idx)
-    return out, has
+    return _gather(embeddings.column("vector"), emb_idx), has
 
 
-def _gather(column: pa.ChunkedArray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Rows ``idx`` of a vector column into ``out`` (float32 [len(idx), d] by default), straight from its buffers."""
+def _gather(column: pa.ChunkedArray, idx: np.ndarray) -> np.ndarray:
+    """Rows ``idx`` of a vector column as float32 [len(idx), d], straight from its buffers."""
     dims = column.type.list_size if pa.types.is_fixed_size_list(column.type) else len(column[0])
-    if out is None:
-        out = np.empty((len(idx), dims), np.float32)
+    out = np.empty((len(idx), dims), np.float32)
     order = np.argsort(idx, kind="stable")  # walk the vector column once, chunk by chunk
     wanted_rows = idx[order]
     at = 0
