@@ -41,7 +41,6 @@ from codex_pipeline.embeddings import (
     EmbedOutcome,
     VectorLookup,
     embed_partition,
-    input_hash,
     input_hashes,
 )
 from codex_pipeline.retrieval.context import anchor_spans
@@ -118,7 +117,7 @@ def _with_pooled(
     pooled = (sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)).astype(np.float32)
     newest = np.zeros(len(order), np.int64)
     np.maximum.at(newest, group, times)
-    texts = dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("chunk_text").to_pylist()))
+    hashes = dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("content_hash").to_pylist()))
     ids = list(order)
     schema = out.table.schema
     d = pooled.shape[1]
@@ -126,7 +125,7 @@ def _with_pooled(
     rows = pa.Table.from_arrays(
         [
             pa.array(ids, pa.string()),
-            pa.array([input_hash(texts[c]) for c in ids], pa.string()),
+            pa.array([hashes[c] for c in ids], pa.string()),  # content_hash is input_hash of the chunk text
             pa.repeat(first.column("embedding_model")[0], len(ids)),
             pa.repeat(first.column("embedding_version")[0], len(ids)),
             pa.array(np.full(len(ids), d, np.int32)),

@@ -61,20 +61,16 @@ def read_current_corpus(
         )
         where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
         params = [embedding_model, embedding_version] if where else []
-        embeddings = None
-        if f"{dataset}_embeddings" in have:
-            embeddings = con.sql(
-                "SELECT chunk_id, partition_date, input_hash, embedding_model, embedding_version, vector "
-                f"FROM {SCHEMA}.{dataset}_embeddings{where}",
-                params=params,
-            ).to_arrow_table()
-        units = None
-        if f"{dataset}_evidence_units" in have:
-            units = con.sql(
-                "SELECT chunk_id, partition_date, unit_index, input_hash, embedding_model, embedding_version, vector "
-                f"FROM {SCHEMA}.{dataset}_evidence_units{where}",
-                params=params,
-            ).to_arrow_table()
+
+        def vectors(table: str, keys: str) -> pa.Table | None:
+            """The current rows of ``codex.<dataset>_<table>`` of the wanted model/version, or None without the view."""
+            if f"{dataset}_{table}" not in have:
+                return None
+            sql = f"SELECT {keys}, input_hash, embedding_model, embedding_version, vector FROM {SCHEMA}.{dataset}_{table}"
+            return con.sql(sql + where, params=params).to_arrow_table()
+
+        embeddings = vectors("embeddings", "chunk_id, partition_date")
+        units = vectors("evidence_units", "chunk_id, partition_date, unit_index")
     finally:
         con.close()
     return CurrentCorpus(chunks, documents, embeddings, units, f"{dataset}_chunks_history" in have)

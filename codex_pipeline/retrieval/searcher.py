@@ -265,8 +265,7 @@ class SearchIndex:
         """The stored evidence-unit vectors of ``row`` as ``(keys, f32 vectors)``, or None (one unit, or none stored)."""
         if self.units is None or self.unit_keys is None:
             return None
-        r = self.rows.row(row)
-        start, count = int(r["unit_start"]), int(r["unit_count"])
+        start, count = int(self.rows.value("unit_start", row)), int(self.rows.value("unit_count", row))
         if start < 0 or count == 0:
             return None
         return self.unit_keys.rows(start, count), self.units.rows(start, count).astype(np.float32)
