@@ -92,6 +92,24 @@ def test_unchanged_text_is_matched_by_best_span_overlap() -> None:
     )
 
 
+def test_a_whitespace_only_edit_keeps_rev8_but_offsets_are_not_trusted() -> None:
+    # collapsing double spaces keeps rev8 (it hashes the normalized text) but moves every offset;
+    # by span overlap the later chunks would land on the wrong neighbours
+    rev = "abababab"
+    words = [[f"w{k}x{i}" for i in range(6)] for k in range(6)]
+
+    def table(sep: str, version: str, prefix: str) -> pa.Table:
+        rows, pos = [], 0
+        for k, ws in enumerate(words):
+            text = sep.join(ws) + "."
+            rows.append((f"{prefix}{k}", text, (pos, pos + len(text)), rev))
+            pos += len(text) + 1
+        return _table(rows, version=version)
+
+    out = _summary(_run(table("   ", "1.0", "old"), table(" ", "2.0", "new"), version="2.0"))
+    assert sorted(out) == [(f"old{k}", f"new{k}", "similar_text", 1.0) for k in range(6)]
+
+
 def test_changed_text_is_matched_by_similar_words_else_removed() -> None:
     other = "urn:aprs:docs:gone.md"
     old = pa.concat_tables([

@@ -58,11 +58,13 @@ CONTRACT_CHECK = "chunk_contract"
 UNIQUE_CHECK = "current_chunk_ids_unique"
 ADDRESS_CHECK = "chunk_addresses"
 EMBEDDINGS_POOL = "embeddings"
-# raw and chunks write one independent file per day: one run per day parallelizes
-# across the run queue and retries a failed day alone.
+# Every asset writes one independent file per day: one run per day parallelizes across the
+# run queue, retries a failed day alone, and holds the day's raw -> chunks -> embeddings in
+# one run, so a backfill never waits for the backfill daemon's next 30-s tick between a day's
+# chunks and its embeddings. Batching embeddings over 5 days per run (stop 10 and before)
+# left two Celery workers idle at those ticks: bench/bench_scale_out.py, 2 workers over 1,
+# 1.39x -> 1.67x (docs/deployment.md).
 ONE_RUN_PER_DAY = dg.BackfillPolicy.multi_run(max_partitions_per_run=1)
-# embeddings batch better across days (one model load, fuller API batches).
-EMBEDDINGS_BACKFILL = dg.BackfillPolicy.multi_run(max_partitions_per_run=5)
 
 
 def _day(context: dg.AssetExecutionContext) -> dt.date:
@@ -361,7 +363,7 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         deps=[dg.AssetKey([spec.name, "chunks"])],
         group_name=spec.name,
         partitions_def=daily_partitions,
-        backfill_policy=EMBEDDINGS_BACKFILL,
+        backfill_policy=ONE_RUN_PER_DAY,
         pool=EMBEDDINGS_POOL,
         kinds={"parquet", "duckdb"},
         description=(

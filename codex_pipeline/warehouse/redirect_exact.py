@@ -81,6 +81,18 @@ def _span(anchor: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def _extents(table: pa.Table) -> dict[str, int]:
+    """Each document's furthest chunk end.
+
+    ``rev8`` hashes the *normalized* text, so a whitespace-only edit keeps it while moving
+    every offset after the edit; offsets are compared only where the extent is unchanged too.
+    """
+    out: dict[str, int] = {}
+    for doc, anchor in zip(table.column("doc_id").to_pylist(), table.column("evidence_anchor").to_pylist()):
+        out[doc] = max(out.get(doc, 0), _span(anchor)[1])
+    return out
+
+
 def _rows(table: pa.Table | None) -> list[_Row]:
     if table is None or table.num_rows == 0:
         return []
@@ -176,6 +188,7 @@ def _fresh(previous: pa.Table | None, current: pa.Table, base: dict[str, Any]) -
         return {}
     gone = _rows(gone_table)
     old_ids = set(previous.column("chunk_id").to_pylist())
+    old_extent = _extents(previous.filter(_is_in(previous.column("doc_id"), gone_table.column("doc_id"))))
     rows_by_doc: dict[str, list[_Row]] = {}
     for r in _rows(current.filter(_is_in(current.column("doc_id"), gone_table.column("doc_id")))):
         rows_by_doc.setdefault(r.doc_id, []).append(r)
@@ -184,7 +197,8 @@ def _fresh(previous: pa.Table | None, current: pa.Table, base: dict[str, Any]) -
     out: dict[str, _Redirect] = {}
     for old in gone:
         cands = by_doc.get(old.doc_id, empty)
-        same_text = bool(cands.rows) and old.rev8 is not None and cands.rows[0].rev8 == old.rev8
+        same_text = (bool(cands.rows) and old.rev8 is not None and cands.rows[0].rev8 == old.rev8
+                     and int(cands.ends.max()) == old_extent[old.doc_id])
         target, how, overlap = _match(old, cands, old_ids, same_text)
         out[old.chunk_id] = _Redirect(
             doc_id=old.doc_id,

@@ -11,7 +11,8 @@ content, or saying the id is gone. Matching stays inside one document, except fo
    else matches, an identical new chunk of another document of the partition (the
    document's own id changed);
 2. ``span_overlap`` — the document's canonical text is unchanged (same ``rev8`` in
-   the locator), so offsets are comparable: the chunk whose ``char_span`` best
+   the locator, and the same furthest chunk end, since ``rev8`` ignores whitespace
+   edits that move offsets), so offsets are comparable: the chunk whose ``char_span`` best
    overlaps the old one (intersection over union, so a parent spanning the whole
    document does not beat the chunk cut at the same place);
 3. ``similar_text`` — the text changed (a renamed heading, a light edit): among the
@@ -319,6 +320,7 @@ class _Matching:
     def __init__(self, previous: pa.Table, gone: np.ndarray, current: pa.Table, cands: np.ndarray,
                  existed: np.ndarray) -> None:
         docs = pc.unique(previous.column("doc_id").take(gone).cast(pa.string()))
+        self.previous, self.docs = previous, docs
         self.g = _Side(previous, gone, docs)
         self.c = _Side(current, cands, docs)
         order = np.argsort((self.c.doc << 32) | (self.c.seq + _SEQ_BIAS), kind="stable")  # reading order, then table order
@@ -368,10 +370,14 @@ class _Matching:
         owners = owners[(g_head >= 0) & (g_head == c_head[first_of]) & (g_tail == c_tail[first_of])]
         if not len(owners):
             return
+        c_start, c_end = self.c.spans(np.arange(len(self.c.seq)))
+        old_extent = self._old_extents()
+        new_extent = np.full(len(self.docs), -1, np.int64)
+        np.maximum.at(new_extent, self.c.doc, c_end)
+        owners = owners[old_extent[self.g.doc[owners]] == new_extent[self.g.doc[owners]]]
+        if not len(owners):
+            return
         g_start, g_end = self.g.spans(owners)
-        reached = np.flatnonzero(_covered(self.lo[owners], self.hi[owners], len(self.c.seq)))
-        c_start, c_end = np.zeros(len(self.c.seq), np.int64), np.zeros(len(self.c.seq), np.int64)
-        c_start[reached], c_end[reached] = self.c.spans(reached)
         for part in _batches(self.hi[owners] - self.lo[owners]):
             mine = owners[part]
             owner, cand = _expand(self.lo[mine], self.hi[mine])
@@ -384,6 +390,16 @@ class _Matching:
                                     self.c.seq[cand], cand)
             best = best[iou[best] > 0]
             self._take(mine[owner[best]], cand[best], _SPAN, iou[best])
+
+    def _old_extents(self) -> np.ndarray:
+        """Each document's furthest chunk end in ``previous``: ``rev8`` hashes the *normalized*
+        text, so a whitespace-only edit keeps it while moving the offsets after the edit, and
+        offsets are compared only where the extent is unchanged too."""
+        rows = _where(_is_in(self.previous.column("doc_id"), self.docs))
+        docs = _codes(self.previous.column("doc_id").take(rows), self.docs)
+        extent = np.full(len(self.docs), -1, np.int64)
+        np.maximum.at(extent, docs, _spans(self.previous.column("evidence_anchor").take(rows))[1])
+        return extent
 
     def by_words(self) -> None:
         """Step 3: the new chunk near the old place whose word set is most alike (see :mod:`.wordsets`).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pytest
 
 from codex_pipeline.retrieval.units import (
     UnitVectors,
@@ -99,8 +100,9 @@ def test_the_unit_naming_the_rare_query_words_wins_when_cosines_tie() -> None:
     query = "How much did the Flint Hills foundation give the council?"
     cands: list = [(text, [(0, len(text))], None, False)]
     q = np.ones(16, np.float32)
-    (by_cosine, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query, lexical_weight=0.0)
-    (hybrid, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query)
+    # neighbour_ranks=0: the unit chosen, without the neighbour a top hit may add
+    (by_cosine, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query, lexical_weight=0.0, neighbour_ranks=0)
+    (hybrid, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query, neighbour_ranks=0)
     answer = text.index("The Flint Hills")
     assert not any(s <= answer < e for s, e in by_cosine)  # a tie goes to the first unit
     assert any(s <= answer < e for s, e in hybrid)
@@ -118,3 +120,33 @@ def test_cite_joins_only_whitespace_gaps_unless_bridging() -> None:
     spans = _spans(TURNS)
     assert cite(TURNS, spans) == tuple(spans)
     assert cite(TURNS, spans, bridge=True) == ((spans[0][0], spans[1][1]),)
+
+
+def _unit_vector(cos: float) -> np.ndarray:
+    v = np.zeros(16, np.float32)
+    v[0], v[1] = cos, np.sqrt(1.0 - cos * cos)
+    return v
+
+
+def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well() -> None:
+    text = _long_text()
+    units = chunk_units(text, [(0, len(text))], None)
+    assert len(units.texts) >= 3
+    keys = np.array([unit_key(t) for t in units.texts], np.uint64)
+    q = _unit_vector(1.0)
+    best = 1
+    cosines = [0.2] * len(units.texts)
+    cosines[best], cosines[best + 1] = 1.0, 0.9  # the next unit completes the answer
+    vecs = np.stack([_unit_vector(c) for c in cosines])
+    cand = (text, [(0, len(text))], None, False)
+    rec = Recorder()
+    got = best_units([cand] * 3, q, UnitVectors(rec), stored=[(keys, vecs)] * 3, neighbour_ranks=2)
+    assert rec.seen == []
+    two = cite(text, units.pieces[best] + units.pieces[best + 1])
+    one = cite(text, units.pieces[best])
+    assert [unit for unit, _ in got] == [two, two, one]  # only the top two hits widen
+    assert [score for _, score in got] == pytest.approx([1.0, 1.0, 1.0])  # the score stays the best unit's
+    cosines[best + 1] = 0.5  # a neighbour well below the best stays out
+    vecs = np.stack([_unit_vector(c) for c in cosines])
+    (unit, _), = best_units([cand], q, UnitVectors(rec), stored=[(keys, vecs)])
+    assert unit == one

@@ -68,14 +68,19 @@ def _next(rng: random.Random, chunks: list[Chunk], revs: dict[str, str], hop: in
     new_revs = {}
     for doc in dict.fromkeys(c[0] for c in chunks):
         same_text = rng.random() < 0.3  # a recut of unchanged text: offsets stay comparable
+        spaced = same_text and rng.random() < 0.3  # a whitespace-only edit: same rev8, every offset moved
         target = f"{doc}-moved{hop}" if rng.random() < 0.1 else doc
         new_revs[target] = revs[doc] if same_text else f"{rng.getrandbits(32):08x}"
+        extent = max(e for d, _, _, (_, e) in chunks if d == doc)
         for _, sid, text, (s, e) in (c for c in chunks if c[0] == doc):
             roll = rng.random()
             if roll < 0.1:
                 continue  # deleted
+            if spaced:
+                out.append((target, f"{sid}.r{hop}" if roll < 0.6 else sid, text, (s + 3, e + 3)))
+                continue
             if same_text:
-                cut = rng.randint(-5, 5)
+                cut = rng.randint(-5, 5) if e < extent else 0  # the text's end stays where it was
                 out.append((target, f"{sid}.r{hop}" if roll < 0.6 else sid, text, (max(0, s + cut), e + cut)))
                 continue
             new_sid = f"{sid}.h{hop}" if roll < 0.7 else sid
