@@ -62,7 +62,7 @@ NEIGHBOUR_MARGIN = 0.2  # ... when it scores within this of the best unit
 UNIT_POOL = 3  # candidates re-ranked per requested hit
 RRF_K = 60
 CACHE_SIZE = 50_000
-UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=1;join=space;chunk=len-weighted-mean"
+UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=2;join=space;chunk=len-weighted-mean;single=prefixed"
 """The unit recipe (budget, sentence rule, context prefix, joining, how a chunk's vector pools its
 units'): stamped on every embeddings file, so changing any of them makes the version sensor re-embed."""
 
@@ -175,6 +175,8 @@ def context_prefix(metadata: str | dict[str, Any] | None) -> str:
         return " > ".join(str(h) for h in headers) + "\n"
     if meta.get("title"):
         return f"{meta['title']}\n"
+    if meta.get("subject"):  # an email thread's window
+        return f"{meta['subject']}\n"
     return ""
 
 

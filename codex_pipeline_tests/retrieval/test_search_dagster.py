@@ -261,3 +261,32 @@ def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_
     again = baseline.search("children's section shelves", k=5, mode="hybrid")
     assert [(h.chunk_id, h.evidence) for h in again] == [(h.chunk_id, h.evidence) for h in hits]
     assert len(baseline.embedder.texts) > 1  # type: ignore[attr-defined]
+
+
+def test_a_chunk_of_one_unit_is_embedded_with_its_context_prefix(wh: Warehouse) -> None:
+    from codex_pipeline.retrieval.units import chunk_units, context_prefix, unit_key
+
+    docs = get_dataset("docs")
+    folder = wh.landing_dir("docs", D1)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pool.md").write_text("# City pool\n\n## Opening hours\n\nThe pool opens at noon on Saturdays.\n")
+    materialize(wh, D1, docs)
+    store = Warehouse(wh.root)
+    chunks = {r["chunk_id"]: r for r in store.read("docs", "chunks", D1).to_pylist()}
+    raw = {r["doc_id"]: r["canonical_text"] for r in store.read("docs", "raw", D1).to_pylist()}
+    units = {r["chunk_id"]: r for r in store.read("docs", "evidence_units", D1).to_pylist()}
+    emb = {r["chunk_id"]: r for r in store.read("docs", "embeddings", D1).to_pylist()}
+    hours = next(c for c in chunks.values() if "noon" in c["chunk_text"] and context_prefix(c["metadata"]))
+    spans = json.loads(hours["evidence_anchor"]).get("spans") or [json.loads(hours["evidence_anchor"])["char_span"]]
+    (text,) = chunk_units(raw[hours["doc_id"]], spans, hours["metadata"]).texts  # one unit
+    assert "City pool" in context_prefix(hours["metadata"]) and text.startswith(context_prefix(hours["metadata"]))
+    unit = units[hours["chunk_id"]]  # stored as its one unit, keyed by the prefixed text
+    assert int(unit["input_hash"][:16], 16) == unit_key(text)
+    import numpy as np
+
+    vec = np.asarray(unit["vector"], np.float64)
+    assert np.allclose(np.asarray(emb[hours["chunk_id"]]["vector"]), vec / np.linalg.norm(vec), atol=1e-6)
+    assert emb[hours["chunk_id"]]["input_hash"] == hours["content_hash"]  # the views still find it by its text
+    model = CountingEmbedder()
+    assert np.allclose(model.embed([text]).vectors[0], vec, atol=1e-5)
+    assert not np.allclose(model.embed([hours["chunk_text"]]).vectors[0], vec, atol=1e-3)  # not the bare text
