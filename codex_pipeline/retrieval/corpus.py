@@ -62,15 +62,17 @@ def read_current_corpus(
         where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
         params = [embedding_model, embedding_version] if where else []
 
-        def vectors(table: str, keys: str) -> pa.Table | None:
+        def vectors(table: str, keys: str, qualify: str = "") -> pa.Table | None:
             """The current rows of ``codex.<dataset>_<table>`` of the wanted model/version, or None without the view."""
             if f"{dataset}_{table}" not in have:
                 return None
             sql = f"SELECT {keys}, input_hash, embedding_model, embedding_version, vector FROM {SCHEMA}.{dataset}_{table}"
-            return con.sql(sql + where, params=params).to_arrow_table()
+            return con.sql(sql + where + qualify, params=params).to_arrow_table()
 
         embeddings = vectors("embeddings", "chunk_id, partition_date")
-        units = vectors("evidence_units", "chunk_id, partition_date, unit_index")
+        # a chunk's one unit (stored for its prefixed vector) is never scored: its evidence is the chunk
+        units = vectors("evidence_units", "chunk_id, partition_date, unit_index",
+                        " QUALIFY count(*) OVER (PARTITION BY chunk_id, partition_date) > 1")
     finally:
         con.close()
     return CurrentCorpus(chunks, documents, embeddings, units, f"{dataset}_chunks_history" in have)

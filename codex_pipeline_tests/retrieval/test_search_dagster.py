@@ -290,3 +290,6 @@ def test_a_chunk_of_one_unit_is_embedded_with_its_context_prefix(wh: Warehouse) 
     model = CountingEmbedder()
     assert np.allclose(model.embed([text]).vectors[0], vec, atol=1e-5)
     assert not np.allclose(model.embed([hours["chunk_text"]]).vectors[0], vec, atol=1e-3)  # not the bare text
+    owners = [r["chunk_id"] for r in store.read("docs", "evidence_units", D1).to_pylist()]
+    manifest = read_manifest(index_root(wh, "docs"))  # the search index keeps only units that can be cited
+    assert manifest is not None and manifest.units == sum(1 for o in owners if owners.count(o) > 1) < len(owners)
