@@ -63,7 +63,7 @@ EMBEDDINGS_POOL = "embeddings"
 # one run, so a backfill never waits for the backfill daemon's next 30-s tick between a day's
 # chunks and its embeddings. Batching embeddings over 5 days per run (stop 10 and before)
 # left two Celery workers idle at those ticks: bench/bench_scale_out.py, 2 workers over 1,
-# 1.39x -> 1.67x (docs/deployment.md).
+# 1.44x -> 1.67x (docs/deployment.md).
 ONE_RUN_PER_DAY = dg.BackfillPolicy.multi_run(max_partitions_per_run=1)
 
 
