@@ -47,7 +47,7 @@ from codex_pipeline.embeddings import (
     input_hashes,
 )
 from codex_pipeline.retrieval.context import anchor_spans
-from codex_pipeline.retrieval.units import UNITS_VERSION, chunk_units, context_prefix
+from codex_pipeline.retrieval.units import UNITS_VERSION, chunk_units
 from codex_pipeline.warehouse.storage import Warehouse
 
 EMBEDDINGS_TABLE = "embeddings"
@@ -178,7 +178,7 @@ def units_of(wh: Warehouse, dataset: str, day: dt.date, chunks: pa.Table) -> pa.
         if text is None:
             continue
         units = chunk_units(text, anchor_spans(anchor), meta)
-        if not units.embedded and not (units.texts and context_prefix(meta)):
+        if not units.stored:
             continue  # a chunk of one unit with no context prefix: embedded as itself
         for i, (pieces, unit_text) in enumerate(zip(units.pieces, units.texts)):
             cols["chunk_id"].append(f"{cid}#{i}")

@@ -101,11 +101,17 @@ class ChunkUnits:
 
     pieces: list[list[Span]]
     texts: list[str]
+    prefix: str = ""  # the context prefix each text starts with
 
     @property
     def embedded(self) -> bool:
         """Whether the units get vectors of their own (a chunk of one unit is cited whole)."""
         return len(self.pieces) > 1
+
+    @property
+    def stored(self) -> bool:
+        """Whether the embeddings step stores the units: several, or one whose text carries a context prefix."""
+        return self.embedded or bool(self.texts and self.prefix)
 
 
 def chunk_units(text: str, spans: Sequence[Span], metadata: str | dict[str, Any] | None) -> ChunkUnits:
@@ -116,7 +122,7 @@ def chunk_units(text: str, spans: Sequence[Span], metadata: str | dict[str, Any]
     """
     pieces = unit_pieces(text, spans)
     prefix = context_prefix(metadata)
-    return ChunkUnits(pieces, [prefix + " ".join(text[s:e] for s, e in u) for u in pieces])
+    return ChunkUnits(pieces, [prefix + " ".join(text[s:e] for s, e in u) for u in pieces], prefix)
 
 
 def unit_key(text: str) -> int:

@@ -39,12 +39,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = [
-    "PRUNE_ERROR", "Signatures", "WordSets", "jaccard", "may_reach", "signature_bits", "signature_bits_for",
+    "Signatures", "WordSets", "jaccard", "may_reach", "signature_bits_for",
     "signatures", "word_sets",
 ]
 
-PRUNE_ERROR = 0.0
-"""How likely a pair at or above the threshold is pruned: never (the test is a bound, not an estimate)."""
 
 _U64 = np.uint64
 _MASK = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64)
@@ -234,18 +232,10 @@ def _hash(data: _Bytes, starts: np.ndarray, lengths: np.ndarray, nul: np.ndarray
 
 # -- signatures and pruning --------------------------------------------------------------------
 
-def signature_bits(*sets: WordSets) -> int:
-    """A signature width for these chunks: about four buckets per word of a long chunk, 64..4096."""
-    counts = np.concatenate([s.counts for s in sets]) if sets else np.zeros(0, np.int64)
-    return _width(float(np.percentile(counts, 90)) if len(counts) else 0.0)
-
-
 def signature_bits_for(text_bytes: np.ndarray) -> int:
-    """:func:`signature_bits` before hashing, from the texts' lengths in bytes (a word per six bytes)."""
-    return _width(float(np.percentile(text_bytes, 90)) / 6 if len(text_bytes) else 0.0)
-
-
-def _width(words: float) -> int:
+    """A signature width for chunks of these lengths in bytes, known before hashing: about four
+    buckets per word (a word per six bytes) of a long chunk, 64..4096."""
+    words = float(np.percentile(text_bytes, 90)) / 6 if len(text_bytes) else 0.0
     return int(min(4096, max(64, 1 << math.ceil(math.log2(max(4 * words, 1))))))
 
 

@@ -64,7 +64,7 @@ def test_pruning_keeps_every_pair_that_reaches_the_threshold_and_drops_unrelated
         left.append(" ".join(words))
         right.append(" ".join(other))
     a, b = wordsets.word_sets(pa.array(left)), wordsets.word_sets(pa.array(right))
-    bits = wordsets.signature_bits(a, b)
+    bits = wordsets.signature_bits_for(np.array([len(t.encode()) for t in left + right]))
     sa, sb = wordsets.signatures(a, bits), wordsets.signatures(b, bits)
     i = np.arange(3000)
     exact = wordsets.jaccard(a, i, b, i)
