@@ -39,17 +39,17 @@ def test_jaccard_equals_python_word_sets() -> None:
     assert in_order.tolist() == [_jaccard(x, y) for x, y in zip(left[:100], right[:100])]
 
 
-def test_blocks_and_slices_do_not_change_the_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_slices_do_not_change_the_hashes_and_signatures_count_their_bits() -> None:
     rng = random.Random(3)
     texts = pa.array(_texts(rng, 400))
     whole = wordsets.word_sets(texts)
-    monkeypatch.setattr(wordsets, "_BLOCK_BYTES", 64)  # many blocks, each a few texts
-    small = wordsets.word_sets(texts)
-    assert np.array_equal(whole.hashes, small.hashes) and np.array_equal(whole.bounds, small.bounds)
     part = wordsets.word_sets(texts.slice(100, 50))  # an Arrow slice: a non-zero offset into the buffers
     lo, hi = whole.bounds[100], whole.bounds[150]
     assert np.array_equal(part.hashes, whole.hashes[lo:hi]) and np.array_equal(part.bounds, whole.bounds[100:151] - lo)
     assert len(wordsets.word_sets(pa.array([], pa.string()))) == 0
+    sig = wordsets.signatures(whole, 128)
+    assert sig.bits.tolist() == np.bitwise_count(sig.sig).sum(axis=1).tolist()
+    assert (sig.bits <= whole.counts).all() and sig.bits.sum() > 1000
 
 
 def test_pruning_keeps_every_pair_that_reaches_the_threshold_and_drops_unrelated_ones() -> None:

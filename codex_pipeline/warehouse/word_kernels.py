@@ -1,0 +1,166 @@
+"""Compiled loops of :mod:`codex_pipeline.warehouse.wordsets`: word hashing, signatures, pair Jaccard.
+
+Each walks bytes or words one at a time, which numpy could only do with a gather, a scatter
+or a sort per word (that was 0.6 of the 1.1 CPU-seconds per 100k chunks); compiled (numba,
+cached on disk after the first call) each is a single pass. Imported
+only by the functions that need it: numba costs half a second of import, and most chunk
+materializations change no id and never score a pair.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_K1 = np.uint64(0xFF51AFD7ED558CCD)
+_K2 = np.uint64(0xC4CEB9FE1A85EC53)
+_K2_EVEN = np.uint64((0xC4CEB9FE1A85EC53 << 1) % (1 << 64))  # the last multiply also clears the lowest bit
+_NUL_SALT = np.uint64(0x9E3779B97F4A7C15)
+_S32, _S33, _BYTE, _FULL = np.uint64(32), np.uint64(33), np.uint64(8), np.uint64(64)
+_ZERO = np.uint64(0)
+_LOWER = np.arange(256, dtype=np.uint64)
+_LOWER[65:91] += 32  # ASCII capitals
+_SPACE = np.zeros(256, np.bool_)
+_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True  # Python's ASCII whitespace for str.split()
+
+
+@numba.njit(cache=True, inline="always")
+def _fmix(h: np.uint64) -> np.uint64:
+    """MurmurHash3's 64-bit finalizer: every input bit reaches every output bit."""
+    h ^= h >> _S33
+    h *= _K1
+    h ^= h >> _S33
+    h *= _K2
+    h ^= h >> _S33
+    return h
+
+
+@numba.njit(cache=True)
+def hash_words_into(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, bounds: np.ndarray) -> int:
+    """Hash every word, text after text, into ``hashes`` (text ``k`` gets ``hashes[bounds[k]:bounds[k + 1]]``);
+    returns how many there are.
+
+    A word is a run of bytes that are not Python's ASCII whitespace, ASCII-lower-cased. Up to
+    eight bytes it is its bytes little-endian, the rest zero, so different words differ
+    (except that trailing NULs would vanish: a word holding a NUL is salted by its length).
+    A longer word chains its eight-byte blocks through MurmurHash3's finalizer and folds in
+    its length. The result is multiplied, xor-shifted and multiplied by an even number
+    (invertible but for the top bit, which shifts out as the lowest bit is cleared), so every
+    byte reaches the top bits that signatures bucket by.
+    """
+    seen = 0
+    for t in range(len(offsets) - 1):
+        bounds[t] = seen
+        p, end = offsets[t], offsets[t + 1]
+        while p < end:
+            b = data[p]
+            if _SPACE[b]:
+                p += 1
+                continue
+            start = p
+            h = block = shift = _ZERO
+            nul = False
+            while True:
+                nul |= b == 0
+                block |= _LOWER[b] << shift
+                p += 1
+                if p == end:
+                    break
+                b = data[p]
+                if _SPACE[b]:
+                    break
+                shift += _BYTE
+                if shift == _FULL:  # a ninth (17th, ...) byte follows: chain the block
+                    h = block if p - start == 8 else _fmix(h) ^ block
+                    block = shift = _ZERO
+            n = p - start
+            if n <= 8:
+                h = block ^ (_NUL_SALT * np.uint64(n + 1) if nul else _ZERO)
+            else:
+                h = _fmix(_fmix(h) ^ block ^ (np.uint64(n) * _K2))
+            h *= _K1
+            h ^= h >> _S32
+            h *= _K2_EVEN
+            hashes[seen] = h
+            seen += 1
+    bounds[len(offsets) - 1] = seen
+    return seen
+
+
+@numba.njit(cache=True)
+def fill_signatures(hashes: np.ndarray, bounds: np.ndarray, log2_m: int, sig: np.ndarray, bits: np.ndarray) -> None:
+    """Set bit ``hash >> (64 - log2_m)`` of row ``k`` of ``sig`` for each word of text ``k``, and count
+    each row's set bits into ``bits``."""
+    shift = np.uint64(64 - log2_m)
+    for k in range(len(bounds) - 1):
+        row = sig[k]
+        count = 0
+        for w in range(bounds[k], bounds[k + 1]):
+            cell = np.int64(hashes[w] >> shift)
+            flag = np.uint64(1) << np.uint64(cell & 63)
+            if not row[cell >> 6] & flag:
+                row[cell >> 6] |= flag
+                count += 1
+        bits[k] = count
+    return
+
+
+@numba.njit(cache=True, inline="always")
+def _insert(keys: np.ndarray, marks: np.ndarray, h: np.uint64, stamp: int, side: int, shift: np.uint64,
+            mask: int) -> int:
+    """Mark word ``h`` as seen on ``side`` (1: A, 2: B) in this pair's table: 1 if the word is new
+    to the pair, 2 if side B meets a word of side A for the first time, else 0."""
+    slot = np.int64(h >> shift)
+    while True:
+        m = marks[slot]
+        if m < stamp:  # a slot this pair has not used: the word is new
+            keys[slot] = h
+            marks[slot] = stamp + side
+            return 1
+        if keys[slot] == h:
+            if side == 2 and m == stamp + 1:
+                marks[slot] = stamp + 3
+                return 2
+            return 0
+        slot = (slot + 1) & mask
+
+
+@numba.njit(cache=True)
+def pair_jaccard(a_hashes: np.ndarray, a_bounds: np.ndarray, i: np.ndarray,
+                 b_hashes: np.ndarray, b_bounds: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Exact Jaccard of the word sets ``(a[i], b[j])`` (0.0 where both are empty).
+
+    Each pair fills an open-addressing table with its words, marking the side each was
+    seen on, so duplicates and the intersection are counted in one pass over both. The
+    table is cleared by a per-pair stamp instead of being zeroed.
+    """
+    out = np.zeros(len(i), np.float64)
+    bits = 6
+    keys = np.zeros(1 << bits, np.uint64)
+    marks = np.zeros(1 << bits, np.int64)  # pair stamp (a multiple of 4) + the sides seen (1: A, 2: B)
+    for p in range(len(i)):
+        a0, a1 = a_bounds[i[p]], a_bounds[i[p] + 1]
+        b0, b1 = b_bounds[j[p]], b_bounds[j[p] + 1]
+        if 2 * (a1 - a0 + b1 - b0) > (1 << bits):  # at most half full, so probes stay short
+            while 2 * (a1 - a0 + b1 - b0) > (1 << bits):
+                bits += 1
+            keys = np.zeros(1 << bits, np.uint64)
+            marks = np.zeros(1 << bits, np.int64)
+        stamp = 4 * (p + 1)
+        shift = np.uint64(64 - bits)
+        mask = (1 << bits) - 1
+        na = 0
+        for w in range(a0, a1):
+            na += _insert(keys, marks, a_hashes[w], stamp, 1, shift, mask)
+        nb = shared = 0
+        for w in range(b0, b1):
+            got = _insert(keys, marks, b_hashes[w], stamp, 2, shift, mask)
+            if got == 1:
+                nb += 1
+            elif got == 2:
+                nb += 1
+                shared += 1
+        union = na + nb - shared
+        if union > 0:
+            out[p] = shared / union
+    return out
