@@ -13,7 +13,8 @@ all-MiniLM-L6-v2 model. Servers and processes are those of the deployment tests
       2 workers, one compute thread each,
       1 worker, default threads;
     wall time from launch to completion, the speed-up of 2 workers over 1 (target
-    >= 1.7x), each worker's busy time, and the tables of every configuration against
+    >= 1.7x), each worker's busy time, the CPU time of each kind of process (workers, run
+    workers, daemon, code server, PostgreSQL, Redis), and the tables of every configuration against
     the first one (identical rows; vectors max |diff|).
 (b) Per-step overhead of the Celery executor against the in-process executor: the
     same small day (docs, three steps in a chain) materialized with
@@ -45,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -159,6 +161,62 @@ def build_landing(corpus: Path, root: Path, days: list[str], scale: float) -> di
 
 # --------------------------------------------------------------------------- measurements
 
+PROCESS_KINDS = (  # a process's kind: the first of these its command line holds
+    ("execute_run", "run worker"), ("celery", "celery worker"), ("dagster-daemon", "daemon"),
+    ("code-server", "code server"), ("grpc", "code server"), ("postgres", "postgres"), ("redis-server", "redis"),
+)
+
+
+class CpuByProcess:
+    """CPU time per kind of process of the stack, read from ``/proc`` twice a second (Linux).
+
+    A backfill starts a run worker per run and the stack's servers all share the two cores
+    with the workers: what they cost is the CPU the workers lose. A process that ends between
+    two samples loses its last half second at most.
+    """
+
+    def __init__(self) -> None:
+        self.before = self._sample()
+        self.last: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    @staticmethod
+    def _sample() -> dict[int, tuple[str, float]]:
+        tick = os.sysconf("SC_CLK_TCK")
+        out = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kind = next((k for needle, k in PROCESS_KINDS if needle in cmd), None)
+            if kind:
+                out[int(entry.name)] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+        return out
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            self.last.update(self._sample())
+
+    def __enter__(self) -> CpuByProcess:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.last.update(self._sample())
+
+    def totals(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for pid, (kind, cpu) in self.last.items():
+            out[kind] = out.get(kind, 0.0) + cpu - self.before.get(pid, (kind, 0.0))[1]
+        return {k: round(v, 1) for k, v in sorted(out.items())}
+
 
 @dataclass
 class BackfillResult:
@@ -176,6 +234,7 @@ class BackfillResult:
     utilization: float  # sum of step time / (workers * wall)
     run_queue_to_start_s: float  # mean time from a run's creation to its RUN_START
     run_overhead_s: float  # mean (run duration - time its steps ran) per run
+    cpu_s_by_process: dict[str, float]  # CPU-seconds of the stack's processes during the backfill, by kind
     status: str
     data_dir: str = field(repr=False, default="")
 
@@ -248,9 +307,10 @@ def run_backfill(
     keys = [[d, t] for d in DATASETS for t in TABLES]
     print(f"[{name}] starting the stack: {workers} worker(s), {'1 thread' if one_thread else 'default threads'} each", flush=True)
     with svc.scale_out_stack(work / f"stack-{name}", pg, redis, data, names, instance_overrides=run_limits(max_runs)) as stack:
-        launched = time.time()
-        backfill_id = stack.launch_backfill(keys, days, title=f"bench {name}")
-        backfill = stack.wait_backfill(backfill_id, timeout_s=6 * 3600, poll_s=2.0)
+        with CpuByProcess() as cpu:
+            launched = time.time()
+            backfill_id = stack.launch_backfill(keys, days, title=f"bench {name}")
+            backfill = stack.wait_backfill(backfill_id, timeout_s=6 * 3600, poll_s=2.0)
         runs = stack.backfill_runs(backfill_id)
         with stack.instance() as inst:
             run_ids = [r.run_id for r in runs]
@@ -278,7 +338,7 @@ def run_backfill(
         utilization=round(step_total / (workers * wall), 3),
         run_queue_to_start_s=round(statistics.mean(queued), 1) if queued else float("nan"),
         run_overhead_s=round(statistics.mean(overheads), 1) if overheads else float("nan"),
-        status=backfill.status.value, data_dir=str(data),
+        cpu_s_by_process=cpu.totals(), status=backfill.status.value, data_dir=str(data),
     )
     print(f"[{name}] {result}", flush=True)
     return result
