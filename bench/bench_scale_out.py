@@ -162,7 +162,8 @@ def build_landing(corpus: Path, root: Path, days: list[str], scale: float) -> di
 # --------------------------------------------------------------------------- measurements
 
 PROCESS_KINDS = (  # a process's kind: the first of these its command line holds
-    ("execute_run", "run worker"), ("celery", "celery worker"), ("dagster-daemon", "daemon"),
+    ("execute_run", "run worker"), ("spawn_main", "run worker"),  # the code server starts runs as spawned children
+    ("celery", "celery worker"), ("dagster-daemon", "daemon"),
     ("code-server", "code server"), ("grpc", "code server"), ("postgres", "postgres"), ("redis-server", "redis"),
 )
 
