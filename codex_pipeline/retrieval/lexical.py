@@ -18,15 +18,20 @@ import re
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 
-import bm25s.stopwords
-
 WORD = re.compile(r"\w+")
 IDENTIFIER = re.compile(r"\b\w+(?:[-./:]\w+)+(?:\(\w{1,4}\))*|\b\w+(?:\(\w{1,4}\))+")
 """Runs of word characters joined by ``- . / :`` (ids, dates, versions), with any
 parenthesized subsections a statute citation carries: ``1926.651(k)(1)``."""
-STOPWORDS = frozenset(bm25s.stopwords.STOPWORDS_EN)
 ANALYZER_VERSION = "2"
 """Part of the index manifest: a change here means every index must be rebuilt."""
+
+
+@functools.lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    """bm25s's English list, loaded on first use: the bm25s package imports numba wherever it is
+    installed (0.4 s), and every run worker imports this module without analyzing a word."""
+    import bm25s.stopwords
+    return frozenset(bm25s.stopwords.STOPWORDS_EN)
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,7 +49,8 @@ def stemming() -> str:
 
 
 def _words(lowered: str, stem: bool) -> list[str]:
-    words = [w for w in WORD.findall(lowered) if w not in STOPWORDS]
+    stop = _stopwords()
+    words = [w for w in WORD.findall(lowered) if w not in stop]
     stemmer = _stem_words() if stem else None
     return stemmer(words) if stemmer is not None and words else words
 
