@@ -171,16 +171,19 @@ PROCESS_KINDS = (  # a process's kind: the first of these its command line holds
 _SPIN = "import time\nt = time.perf_counter()\nx = 0\nfor i in range(12_000_000):\n    x += i * i\nprint(time.perf_counter() - t)"
 
 
-def parallel_ceiling(rounds: int = 3) -> dict[str, float]:
+def parallel_ceiling(rounds: int = 5) -> dict[str, float]:
     """The machine's own speed-up for two single-threaded processes: the same CPU loop run alone,
-    then as two copies at once (best of ``rounds`` each). On a shared VM the second core is not
-    always a whole core; a backfill on two workers cannot beat this ratio."""
+    then as two copies at once. On a shared VM the second core is not always a whole core; a
+    backfill on two workers cannot beat this ratio. The machine's speed also drifts from one
+    second to the next, so each round pairs an alone run with a paired one, and the median of
+    the rounds' ratios is the ceiling."""
     def once(copies: int) -> float:
         procs = [subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.PIPE, text=True) for _ in range(copies)]
         return max(float(p.communicate()[0]) for p in procs)
-    alone = min(once(1) for _ in range(rounds))
-    paired = min(once(2) for _ in range(rounds))
-    return {"one_process_s": round(alone, 2), "two_processes_s": round(paired, 2), "ceiling": round(2 * alone / paired, 2)}
+    pairs = [(once(1), once(2)) for _ in range(rounds)]
+    return {"one_process_s": round(statistics.median(a for a, _ in pairs), 2),
+            "two_processes_s": round(statistics.median(b for _, b in pairs), 2),
+            "ceiling": round(statistics.median(2 * a / b for a, b in pairs), 2)}
 
 
 class CpuByProcess:
