@@ -6,8 +6,10 @@ index up to date. Each materialization rebuilds the dataset's index from its
 *current corpus* (every live document's latest landing: a re-chunked day, a
 retraction or a backfilled older day all change it), reusing the previous
 version's analyzed terms and vector graph for every chunk whose text is unchanged;
-a run whose inputs are unchanged since the live version writes nothing. A backfill
-of many days is one run and one rebuild (``BackfillPolicy.single_run``). The version
+a run whose inputs are unchanged since the live version writes nothing. In a backfill
+the daemon requests it (``BackfillPolicy.single_run``) for the days whose embeddings are
+done, so a backfill ends with one rebuild or a few, not one per day; the newest two
+versions are kept, so an early build's ``path`` may be gone by the end. The version
 sensor ends each re-ingest, re-chunk or re-embed run with this asset (``defs/sensors.py``);
 its concurrent runs coalesce, as builds of a dataset are serialized and a build that
 finds its inputs already indexed writes nothing.
