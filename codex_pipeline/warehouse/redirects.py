@@ -30,8 +30,9 @@ again.
 
 Every step runs on whole columns, on one thread: numpy over Arrow buffers, ids and
 content hashes turned into integer codes once, word sets built a few thousand vanished
-rows at a time so they stay in cache. ``bench/bench_redirects.py`` re-keys 100k chunks in
-about 0.9-1.5 s of CPU on the shared two-core dev machine, by the day (2.1-2.5 s before those changes;
+rows at a time so they stay in cache, words hashed and pairs scored by compiled loops
+(:mod:`.word_kernels`). ``bench/bench_redirects.py`` re-keys 100k chunks in about 0.8-1.1 s
+of CPU on the shared two-core dev machine, by the day (2.1-2.5 s before those changes;
 the row-at-a-time matcher, one Python word set per chunk, took 14-24 s). Word-set
 similarity is pruned by signatures with an exact bound and verified exactly (:mod:`.wordsets`
 gives the one error left, word-hash collisions); :mod:`.redirect_exact` keeps the

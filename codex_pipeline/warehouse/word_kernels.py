@@ -102,7 +102,6 @@ def fill_signatures(hashes: np.ndarray, bounds: np.ndarray, log2_m: int, sig: np
                 row[cell >> 6] |= flag
                 count += 1
         bits[k] = count
-    return
 
 
 @numba.njit(cache=True, inline="always")

@@ -151,7 +151,7 @@ def signatures(words: WordSets, m: int) -> Signatures:
     sig = np.zeros((len(words), m // 64), np.uint64)
     bits = np.empty(len(words), np.int64)
     _kernels().fill_signatures(words.hashes, words.bounds, int(math.log2(m)), sig, bits)
-    return Signatures(sig, bits, words.counts.astype(np.int64), m)
+    return Signatures(sig, bits, words.counts, m)
 
 
 def may_reach(a: Signatures, i: np.ndarray, b: Signatures, j: np.ndarray, threshold: float) -> np.ndarray:
