@@ -43,6 +43,7 @@ compare against.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -66,7 +67,15 @@ SIMILAR_TEXT = "similar_text"
 REMOVED = "removed"
 DELETED = "deleted"  # the document was retracted (see codex_pipeline.warehouse.current)
 _BY_STRENGTH = [REMOVED, SIMILAR_TEXT, SPAN_OVERLAP, CONTENT_HASH]  # a chain is as weak as its weakest hop
-_MATCHES = pa.array(_BY_STRENGTH, pa.string())
+
+
+@functools.cache
+def _match_kinds() -> pa.Array:
+    """The match kinds by strength, as Arrow strings; built on first use (pyarrow's first ``pa.array``
+    imports pandas: 0.5 s of every import of the asset definitions)."""
+    return pa.array(_BY_STRENGTH, pa.string())
+
+
 _REMOVED, _SIMILAR, _SPAN, _HASH = range(4)
 MIN_SIMILARITY = 0.5
 """Least word-set Jaccard for a ``similar_text`` match: at least half the words shared."""
@@ -569,7 +578,7 @@ def _matches(previous: pa.Table | None, current: pa.Table) -> pa.Table:
         "old_chunking_version": old.column("chunking_version"),
         "new_chunk_id": new_id,
         "new_section_id": new_section,
-        "match": _MATCHES.take(pa.array(m.how)),
+        "match": _match_kinds().take(pa.array(m.how)),
         "overlap": _rounded(m.score),
     }
     return pa.table({n: c.cast(pa.float64() if n == "overlap" else pa.string()) for n, c in columns.items()})
@@ -589,7 +598,7 @@ def match_vanished(previous: pa.Table | None, current: pa.Table) -> pa.Table:
 # -- merging with the stored table ----------------------------------------------------------------
 
 def _strength(match: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    return _codes(match, _MATCHES)
+    return _codes(match, _match_kinds())
 
 
 def _carried(stored: pa.Table | None, current: pa.Table, fresh: pa.Table, version: str) -> pa.Table | None:
@@ -621,7 +630,7 @@ def _carried(stored: pa.Table | None, current: pa.Table, fresh: pa.Table, versio
         section = pc.if_else(pa.array(in_fresh), hop.column("new_section_id"), section)
         weaker = np.minimum(_strength(match), _strength(hop.column("match")))
         chained = np.where(in_fresh, weaker, -1)
-        match = pc.if_else(pa.array(in_fresh), _MATCHES.take(pa.array(np.maximum(weaker, 0))), match)
+        match = pc.if_else(pa.array(in_fresh), _match_kinds().take(pa.array(np.maximum(weaker, 0))), match)
         hop_overlap = hop.column("overlap").to_numpy(zero_copy_only=False).astype(np.float64)
         # the hops' scores multiplied (a content_hash hop scores 1); only inexact kinds keep a score
         product = np.where(np.isnan(overlap) | (overlap == 0), 1.0, overlap) \
