@@ -115,6 +115,8 @@ def score_matrix(table: TermTable, k1: float = K1, b: float = B) -> sp.csc_matri
     (Through scipy's COO -> CSR -> CSC conversions the build peaked at several
     times that: int64 coordinates, float64 temporaries and a copy per format.)
     """
+    import scipy.sparse as sp  # on first use: 0.2 s of every import of the asset definitions
+
     n, vocab = len(table), max(len(table.terms), 1)
     lengths = np.diff(table.offsets)
     df = np.zeros(vocab, np.int64)
@@ -137,8 +139,6 @@ def score_matrix(table: TermTable, k1: float = K1, b: float = B) -> sp.csc_matri
         indices[slot] = rows
         data[slot] = idf[terms] * tf / (tf + norm)
         np.add.at(cursor, terms[starts], np.diff(np.r_[starts, len(terms)]))
-    import scipy.sparse as sp  # on first use: 0.2 s of every import of the asset definitions
-
     return sp.csc_matrix((data, indices, indptr), shape=(n, vocab))
 
 
