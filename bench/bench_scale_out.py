@@ -250,6 +250,7 @@ class BackfillResult:
     steps: int
     step_s_total: float
     busy_s_by_worker: dict[str, float]
+    step_s_by_asset: dict[str, float]  # step time summed per asset over the days: which steps slow down on 2 workers
     utilization: float  # sum of step time / (workers * wall)
     run_queue_to_start_s: float  # mean time from a run's creation to its RUN_START
     run_overhead_s: float  # mean (run duration - time its steps ran) per run
@@ -351,11 +352,15 @@ def run_backfill(
         w = where.get((run_id, step), "?")
         busy[w] = busy.get(w, 0.0) + (end - start)
     step_total = sum(e - s for _, _, s, e in steps)
+    by_asset: dict[str, float] = {}
+    for _, step, start, end in steps:
+        by_asset[step] = by_asset.get(step, 0.0) + (end - start)
     result = BackfillResult(
         config=name, workers=workers, threads="1" if one_thread else "default", wall_s=round(wall, 1), runs=len(runs),
         first_run_start_s=round(min(starts) - launched, 1) if starts else float("nan"),
         wall_from_first_run_s=round(max(ends) - min(starts), 1) if starts else float("nan"), steps=len(steps),
         step_s_total=round(step_total, 1), busy_s_by_worker={k: round(v, 1) for k, v in sorted(busy.items())},
+        step_s_by_asset={k: round(v, 1) for k, v in sorted(by_asset.items())},
         utilization=round(step_total / (workers * wall), 3),
         run_queue_to_start_s=round(statistics.mean(queued), 1) if queued else float("nan"),
         run_overhead_s=round(statistics.mean(overheads), 1) if overheads else float("nan"),
