@@ -36,6 +36,7 @@ dagster-celery packages. CORPUS defaults to ``../shared/corpora`` beside the rep
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import mailbox
@@ -187,21 +188,24 @@ def parallel_ceiling(rounds: int = 5) -> dict[str, float]:
 
 
 class CpuByProcess:
-    """CPU time per kind of process of the stack, read from ``/proc`` twice a second (Linux).
+    """CPU time per kind of process of the stack, and time spent runnable but waiting for a
+    CPU (the scheduler's run-queue delay, summed over threads), read from ``/proc`` twice a
+    second (Linux).
 
     A backfill starts a run worker per run and the stack's servers all share the two cores
-    with the workers: what they cost is the CPU the workers lose. A process that ends between
-    two samples loses its last half second at most.
+    with the workers: what they cost is the CPU the workers lose, and the workers' run-queue
+    wait is how long they were kept from a core. A process that ends between two samples
+    loses its last half second at most.
     """
 
     def __init__(self) -> None:
         self.before = self._sample()
-        self.last: dict[int, tuple[str, float]] = {}
+        self.last: dict[int, tuple[str, float, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     @staticmethod
-    def _sample() -> dict[int, tuple[str, float]]:
+    def _sample() -> dict[int, tuple[str, float, float]]:
         tick = os.sysconf("SC_CLK_TCK")
         out = {}
         for entry in Path("/proc").iterdir():
@@ -214,7 +218,7 @@ class CpuByProcess:
                 continue
             kind = next((k for needle, k in PROCESS_KINDS if needle in cmd), None)
             if kind:
-                out[int(entry.name)] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+                out[int(entry.name)] = (kind, (int(fields[11]) + int(fields[12])) / tick, _runqueue_wait_s(entry))
         return out
 
     def _poll(self) -> None:
@@ -230,11 +234,25 @@ class CpuByProcess:
         self._thread.join()
         self.last.update(self._sample())
 
-    def totals(self) -> dict[str, float]:
+    def totals(self, field: int = 1) -> dict[str, float]:
+        """CPU seconds per kind (``field=2``: run-queue wait seconds) since the monitor started."""
         out: dict[str, float] = {}
-        for pid, (kind, cpu) in self.last.items():
-            out[kind] = out.get(kind, 0.0) + cpu - self.before.get(pid, (kind, 0.0))[1]
+        for pid, (kind, *values) in self.last.items():
+            before = self.before.get(pid, (kind, 0.0, 0.0))[1:]
+            out[kind] = out.get(kind, 0.0) + values[field - 1] - before[field - 1]
         return {k: round(v, 1) for k, v in sorted(out.items())}
+
+
+def _runqueue_wait_s(proc: Path) -> float:
+    """Seconds the process's threads were runnable but not running (``schedstat``'s second field)."""
+    wait = 0
+    try:
+        for task in (proc / "task").iterdir():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                wait += int((task / "schedstat").read_text().split()[1])
+    except OSError:
+        pass
+    return wait / 1e9
 
 
 @dataclass
@@ -255,6 +273,7 @@ class BackfillResult:
     run_queue_to_start_s: float  # mean time from a run's creation to its RUN_START
     run_overhead_s: float  # mean (run duration - time its steps ran) per run
     cpu_s_by_process: dict[str, float]  # CPU-seconds of the stack's processes during the backfill, by kind
+    runqueue_wait_s_by_process: dict[str, float]  # seconds they were runnable but waited for a core, by kind
     ceiling_before: dict[str, float]  # parallel_ceiling() measured just before the backfill
     status: str
     data_dir: str = field(repr=False, default="")
@@ -364,7 +383,7 @@ def run_backfill(
         utilization=round(step_total / (workers * wall), 3),
         run_queue_to_start_s=round(statistics.mean(queued), 1) if queued else float("nan"),
         run_overhead_s=round(statistics.mean(overheads), 1) if overheads else float("nan"),
-        cpu_s_by_process=cpu.totals(), ceiling_before=ceiling, status=backfill.status.value, data_dir=str(data),
+        cpu_s_by_process=cpu.totals(), runqueue_wait_s_by_process=cpu.totals(2), ceiling_before=ceiling, status=backfill.status.value, data_dir=str(data),
     )
     print(f"[{name}] {result}", flush=True)
     return result
