@@ -42,7 +42,6 @@ def _ordinals_dense(df: pd.DataFrame) -> pd.Series:
 def _parents(parents: Mapping[str, str] | None) -> Callable[[pd.DataFrame], pd.Series]:
     def check(df: pd.DataFrame) -> pd.Series:
         import pandas as pd
-
         if parents is None:
             return pd.Series(True, index=df.index)
         return pd.Series([parents.get(p) == d for p, d in zip(df["parent_chunk_id"], df["doc_id"])], index=df.index)
@@ -55,7 +54,6 @@ def _spans(texts: Mapping[str, str] | None) -> Callable[[pd.DataFrame], pd.Serie
 
     def check(df: pd.DataFrame) -> pd.Series:
         import pandas as pd
-
         ok = []
         for doc_id, text, raw, extractor, score in zip(df["doc_id"], df["text"], df["spans"], df["extractor"], df["alignment_score"]):
             spans = spans_of(list(raw)) if raw is not None and not (isinstance(raw, float) and pd.isna(raw)) else None
