@@ -51,6 +51,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -187,6 +188,12 @@ def parallel_ceiling(rounds: int = 5) -> dict[str, float]:
             "ceiling": round(statistics.median(2 * a / b for a, b in pairs), 2)}
 
 
+class ProcessSample(NamedTuple):
+    kind: str
+    cpu_s: float  # user + system
+    wait_s: float  # run-queue wait: runnable but not running, summed over threads
+
+
 class CpuByProcess:
     """CPU time per kind of process of the stack, and time spent runnable but waiting for a
     CPU (the scheduler's run-queue delay, summed over threads), read from ``/proc`` twice a
@@ -200,12 +207,12 @@ class CpuByProcess:
 
     def __init__(self) -> None:
         self.before = self._sample()
-        self.last: dict[int, tuple[str, float, float]] = {}
+        self.last: dict[int, ProcessSample] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     @staticmethod
-    def _sample() -> dict[int, tuple[str, float, float]]:
+    def _sample() -> dict[int, ProcessSample]:
         tick = os.sysconf("SC_CLK_TCK")
         out = {}
         for entry in Path("/proc").iterdir():
@@ -218,7 +225,7 @@ class CpuByProcess:
                 continue
             kind = next((k for needle, k in PROCESS_KINDS if needle in cmd), None)
             if kind:
-                out[int(entry.name)] = (kind, (int(fields[11]) + int(fields[12])) / tick, _runqueue_wait_s(entry))
+                out[int(entry.name)] = ProcessSample(kind, (int(fields[11]) + int(fields[12])) / tick, _runqueue_wait_s(entry))
         return out
 
     def _poll(self) -> None:
@@ -234,12 +241,12 @@ class CpuByProcess:
         self._thread.join()
         self.last.update(self._sample())
 
-    def totals(self, field: int = 1) -> dict[str, float]:
-        """CPU seconds per kind (``field=2``: run-queue wait seconds) since the monitor started."""
+    def totals(self, field: str = "cpu_s") -> dict[str, float]:
+        """Seconds of ``field`` (a :class:`ProcessSample` field) per kind since the monitor started."""
         out: dict[str, float] = {}
-        for pid, (kind, *values) in self.last.items():
-            before = self.before.get(pid, (kind, 0.0, 0.0))[1:]
-            out[kind] = out.get(kind, 0.0) + values[field - 1] - before[field - 1]
+        for pid, now in self.last.items():
+            before = self.before.get(pid)
+            out[now.kind] = out.get(now.kind, 0.0) + getattr(now, field) - (getattr(before, field) if before else 0.0)
         return {k: round(v, 1) for k, v in sorted(out.items())}
 
 
@@ -367,13 +374,12 @@ def run_backfill(
             ran = _union_length([(s, e) for rid, _, s, e in steps if rid == r.dagster_run.run_id])
             overheads.append(r.end_time - r.start_time - ran)
     busy: dict[str, float] = {}
+    by_asset: dict[str, float] = {}
     for run_id, step, start, end in steps:
         w = where.get((run_id, step), "?")
         busy[w] = busy.get(w, 0.0) + (end - start)
-    step_total = sum(e - s for _, _, s, e in steps)
-    by_asset: dict[str, float] = {}
-    for _, step, start, end in steps:
         by_asset[step] = by_asset.get(step, 0.0) + (end - start)
+    step_total = sum(busy.values())
     result = BackfillResult(
         config=name, workers=workers, threads="1" if one_thread else "default", wall_s=round(wall, 1), runs=len(runs),
         first_run_start_s=round(min(starts) - launched, 1) if starts else float("nan"),
@@ -383,7 +389,7 @@ def run_backfill(
         utilization=round(step_total / (workers * wall), 3),
         run_queue_to_start_s=round(statistics.mean(queued), 1) if queued else float("nan"),
         run_overhead_s=round(statistics.mean(overheads), 1) if overheads else float("nan"),
-        cpu_s_by_process=cpu.totals(), runqueue_wait_s_by_process=cpu.totals(2), ceiling_before=ceiling, status=backfill.status.value, data_dir=str(data),
+        cpu_s_by_process=cpu.totals(), runqueue_wait_s_by_process=cpu.totals("wait_s"), ceiling_before=ceiling, status=backfill.status.value, data_dir=str(data),
     )
     print(f"[{name}] {result}", flush=True)
     return result
