@@ -28,16 +28,17 @@ one such row (no target) for every chunk id of a document retracted by a tombsto
 a full snapshot, in ``redirects/deleted.parquet``, and drops it when the document lands
 again.
 
-Every step runs on whole columns, on one thread: numpy over Arrow buffers, ids and
-content hashes turned into integer codes once, word sets built a few thousand vanished
-rows at a time so they stay in cache, words hashed and pairs scored by compiled loops
-(:mod:`.word_kernels`). ``bench/bench_redirects.py`` re-keys 100k chunks in about 0.8-1.1 s
-of CPU on the shared two-core dev machine, by the day (2.1-2.5 s before those changes;
-the row-at-a-time matcher, one Python word set per chunk, took 14-24 s). Word-set
-similarity is pruned by signatures with an exact bound and verified exactly (:mod:`.wordsets`
-gives the one error left, word-hash collisions); :mod:`.redirect_exact` keeps the
-row-at-a-time matcher as the reference the tests and ``bench/bench_redirects.py --check``
-compare against.
+Every step runs on whole columns: numpy over Arrow buffers, ids and content hashes turned
+into integer codes once, word sets built a few thousand vanished rows at a time so they
+stay in cache, words hashed and pairs scored by compiled loops (:mod:`.word_kernels`) that
+release the GIL, so those batches run on as many threads as the process has cores (at most
+four; ``threads=1`` for one). ``bench/bench_redirects.py`` re-keys 100k chunks in
+0.55-0.67 s of wall time on the shared two-core dev machine, 0.9-1.05 s of CPU (one
+thread: 0.94-1.10 s; 2.1-2.5 s before the compiled loops; the row-at-a-time matcher, one
+Python word set per chunk, took 14-24 s). Word-set similarity is pruned by signatures with
+an exact bound and verified exactly (:mod:`.wordsets` gives the one error left, word-hash
+collisions); :mod:`.redirect_exact` keeps the row-at-a-time matcher as the reference the
+tests and ``bench/bench_redirects.py --check`` compare against.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import os
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -114,6 +117,7 @@ _REV8 = re.compile(r"\|r=([0-9a-f]{8}|[0-9a-f]{12})\|s=")
 _CHAR_SPAN = r'"char_span":\[(?P<start>\d+),(?P<end>\d+)\]'
 _PAIRS_PER_BATCH = 1 << 18  # candidate pairs held at once: bounds memory (fresh memory costs page faults)
 _ROWS_PER_BATCH = 4096  # vanished rows whose words are hashed and scored at once
+_MAX_THREADS = 4  # threads scoring batches: more gain little, as the batches share memory bandwidth
 _PROBE = 64  # pairs at the old place scored before deciding whether pruning the others pays
 _SEQ_BIAS = 1 << 31  # seq_index as an unsigned 32-bit field of a (document, seq) sort key
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # an odd multiplier (MurmurHash3's)
@@ -328,9 +332,9 @@ class _Matching:
     """
 
     def __init__(self, previous: pa.Table, gone: np.ndarray, current: pa.Table, cands: np.ndarray,
-                 existed: np.ndarray) -> None:
+                 existed: np.ndarray, threads: int) -> None:
         docs = pc.unique(previous.column("doc_id").take(gone).cast(pa.string()))
-        self.previous, self.docs = previous, docs
+        self.previous, self.docs, self.threads = previous, docs, threads
         self.g = _Side(previous, gone, docs)
         self.c = _Side(current, cands, docs)
         order = np.argsort((self.c.doc << 32) | (self.c.seq + _SEQ_BIAS), kind="stable")  # reading order, then table order
@@ -427,9 +431,17 @@ class _Matching:
         hi = np.searchsorted(self.key, g_key + SIMILAR_WINDOW, side="right")
         here = np.searchsorted(self.key, g_key, side="left")
         bits = wordsets.signature_bits_for(self.g.text_bytes(owners))
-        for first in range(0, len(owners), _ROWS_PER_BATCH):
-            part = slice(first, first + _ROWS_PER_BATCH)
-            self._by_words(owners[part], lo[part], hi[part], here[part], bits)
+        parts = [slice(first, first + _ROWS_PER_BATCH) for first in range(0, len(owners), _ROWS_PER_BATCH)]
+        threads = min(self.threads, len(parts))
+        if threads <= 1:
+            for part in parts:
+                self._by_words(owners[part], lo[part], hi[part], here[part], bits)
+            return
+        # batches share no state but what they read, and each writes only its own owners' results
+        with ThreadPoolExecutor(threads, thread_name_prefix="redirect-words") as pool:
+            for done in [pool.submit(self._by_words, owners[part], lo[part], hi[part], here[part], bits)
+                         for part in parts]:
+                done.result()
 
     def _by_words(self, owners: np.ndarray, lo: np.ndarray, hi: np.ndarray, here: np.ndarray, bits: int) -> None:
         """:meth:`by_words` for vanished rows in reading order, whose windows are ``[lo, hi)``, with ``bits``-bit signatures."""
@@ -548,7 +560,13 @@ def _empty_matches() -> pa.Table:
     return pa.table({c: pa.array([], pa.float64() if c == "overlap" else pa.string()) for c in MATCH_COLUMNS})
 
 
-def _matches(previous: pa.Table | None, current: pa.Table) -> pa.Table:
+def default_threads() -> int:
+    """Threads for the word-set step: the cores this process may run on, at most :data:`_MAX_THREADS`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(_MAX_THREADS, cores))
+
+
+def _matches(previous: pa.Table | None, current: pa.Table, threads: int | None = None) -> pa.Table:
     """:func:`match_vanished` in no particular order (the caller sorts)."""
     if previous is None or previous.num_rows == 0:
         return _empty_matches()
@@ -558,7 +576,7 @@ def _matches(previous: pa.Table | None, current: pa.Table) -> pa.Table:
         return _empty_matches()
     existed = _member(new_ids, old_ids, size)  # current ids that the previous table had too
     cands = _where(_is_in(current.column("doc_id"), previous.column("doc_id").take(gone)))
-    m = _Matching(previous, gone, current, cands, existed[cands])
+    m = _Matching(previous, gone, current, cands, existed[cands], default_threads() if threads is None else threads)
     m.by_hash()
     m.by_span()
     m.by_words()
@@ -584,14 +602,15 @@ def _matches(previous: pa.Table | None, current: pa.Table) -> pa.Table:
     return pa.table({n: c.cast(pa.float64() if n == "overlap" else pa.string()) for n, c in columns.items()})
 
 
-def match_vanished(previous: pa.Table | None, current: pa.Table) -> pa.Table:
+def match_vanished(previous: pa.Table | None, current: pa.Table, threads: int | None = None) -> pa.Table:
     """Every id of ``previous`` missing from ``current``, matched within its document.
 
     Columns :data:`MATCH_COLUMNS`, one row per vanished id, sorted by ``old_chunk_id``.
     Only the vanished rows and the current rows of their documents are read: re-running
-    unchanged input (the common case) stays one vectorized set test.
+    unchanged input (the common case) stays one vectorized set test. ``threads`` scores
+    word sets (default :func:`default_threads`); the result does not depend on it.
     """
-    out = _matches(previous, current)
+    out = _matches(previous, current, threads)
     return out.take(pc.sort_indices(out, sort_keys=[("old_chunk_id", "ascending")]))
 
 
@@ -662,6 +681,7 @@ def compute_redirects(
     chunking_version: str,
     previous_redirects: pa.Table | None = None,
     now: dt.datetime | None = None,
+    threads: int | None = None,
 ) -> pa.Table:
     """The partition's redirect table after re-chunking ``previous`` into ``current``.
 
@@ -670,10 +690,11 @@ def compute_redirects(
     table, which is merged in so every row points at an id of ``current`` (or is
     ``removed``), and rows for ids present again in ``current`` are dropped.
     ``chunking_version`` is the version that built ``current``. Rows are sorted by
-    (doc_id, old_chunk_id), so the same inputs give the same table.
+    (doc_id, old_chunk_id), so the same inputs give the same table, whatever ``threads``
+    (see :func:`match_vanished`).
     """
     now = now or dt.datetime.now(dt.UTC)
-    fresh = _matches(previous, current)
+    fresh = _matches(previous, current, threads)
     n = fresh.num_rows
     table = pa.table({
         "dataset": pa.repeat(pa.scalar(dataset, pa.string()), n),

@@ -35,7 +35,7 @@ def _fmix(h: np.uint64) -> np.uint64:
     return h
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def hash_words_into(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, bounds: np.ndarray) -> int:
     """Hash every word, text after text, into ``hashes`` (text ``k`` gets ``hashes[bounds[k]:bounds[k + 1]]``);
     returns how many there are.
@@ -87,7 +87,7 @@ def hash_words_into(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, b
     return seen
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def fill_signatures(hashes: np.ndarray, bounds: np.ndarray, log2_m: int, sig: np.ndarray, bits: np.ndarray) -> None:
     """Set bit ``hash >> (64 - log2_m)`` of row ``k`` of ``sig`` for each word of text ``k``, and count
     each row's set bits into ``bits``."""
@@ -124,7 +124,7 @@ def _insert(keys: np.ndarray, marks: np.ndarray, h: np.uint64, stamp: int, side:
         slot = (slot + 1) & mask
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pair_jaccard(a_hashes: np.ndarray, a_bounds: np.ndarray, i: np.ndarray,
                  b_hashes: np.ndarray, b_bounds: np.ndarray, j: np.ndarray) -> np.ndarray:
     """Exact Jaccard of the word sets ``(a[i], b[j])`` (0.0 where both are empty).

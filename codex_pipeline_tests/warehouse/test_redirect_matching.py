@@ -5,13 +5,15 @@ every strength (so word-set scores land on both sides of 0.5 and 0.8, and tie), 
 inserted chunks, moved documents, recuts over unchanged text (span overlap), long documents
 (windows of more than 32 chunks), duplicated texts, non-ASCII words and every kind of
 whitespace; every hop's redirect table, carried rows included, must equal the reference's,
-also when the matcher works in tiny batches and whichever way it decides to prune.
+also when the matcher works in tiny batches, on one thread or several, and whichever way it
+decides to prune.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import random
+from functools import partial
 from unittest import mock
 
 import pyarrow as pa
@@ -110,7 +112,7 @@ def _table(chunks: list[Chunk], revs: dict[str, str], version: str) -> pa.Table:
     return pa.table(cols)
 
 
-def _three_hops_match_the_reference(seed: int) -> None:
+def _three_hops_match_the_reference(seed: int, threads: int | None = None) -> None:
     rng = random.Random(seed)
     chunks, revs = _first(rng)
     previous, stored = _table(chunks, revs, "1"), None
@@ -120,7 +122,7 @@ def _three_hops_match_the_reference(seed: int) -> None:
         fast, exact = (
             matcher(previous, current, dataset="docs", partition_date=DAY, chunking_version=str(hop + 1),
                     previous_redirects=stored, now=dt.datetime(2026, 11, 24, hop, tzinfo=dt.UTC))
-            for matcher in (compute_redirects, exact_redirects)
+            for matcher in (partial(compute_redirects, threads=threads), exact_redirects)
         )
         assert fast.to_pylist() == exact.to_pylist()
         assert fast.equals(exact)
@@ -133,14 +135,17 @@ def test_random_rechunks_match_the_reference(seed: int) -> None:
     _three_hops_match_the_reference(seed)
 
 
-@pytest.mark.parametrize("probe", [0, 10**9], ids=["always-prune", "never-prune-at-place"])
+@pytest.mark.parametrize(("probe", "threads"), [(0, 1), (10**9, 1), (0, 3), (10**9, 3)],
+                         ids=["always-prune", "never-prune-at-place", "always-prune-3-threads",
+                              "never-prune-at-place-3-threads"])
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32))
-def test_tiny_batches_and_either_pruning_choice_match_the_reference(probe: int, seed: int) -> None:
+def test_tiny_batches_and_either_pruning_choice_match_the_reference(probe: int, threads: int, seed: int) -> None:
     """Batches of three vanished rows (windows straddle them, candidates are hashed twice), a few
-    candidate pairs at a time, and the at-place pairs pruned always or never: the same table."""
+    candidate pairs at a time, the batches on one thread or three, and the at-place pairs pruned
+    always or never: the same table."""
     with mock.patch.multiple(redirects, _ROWS_PER_BATCH=3, _PAIRS_PER_BATCH=5, _PROBE=probe):
-        _three_hops_match_the_reference(seed)
+        _three_hops_match_the_reference(seed, threads)
 
 
 def test_the_random_rechunks_reach_every_kind_of_match() -> None:
