@@ -1,8 +1,10 @@
 """Benchmark: the redirect table on a large synthetic partition (target: <= 1 s per 100k changed chunks).
 
-    python bench/bench_redirects.py [--docs N] [--per-doc K] [--check SAMPLE] [--repeat R] [--threads T] [--matcher exact]
+    python bench/bench_redirects.py [--docs N] [--per-doc K] [--words W] [--check SAMPLE] [--repeat R] [--threads T]
+                                    [--matcher exact]
 
-Builds a partition of N documents x K chunks (~120 words each) and times
+Builds a partition of N documents x K chunks (W words each, 120 by default: about 600
+bytes, the size of a median chunk of the bundled sample data) and times
 ``compute_redirects`` (wall and CPU seconds) for the shapes a re-chunk can take: nothing
 changed (the daily rerun), every id changed with the text lightly edited (a renamed
 section path on every chunk), every chunk rewritten (nothing to follow), and a mix
@@ -55,14 +57,14 @@ def _mixed(rng: random.Random, words: list[str], k: int) -> tuple[list[str], str
     return edited, f"s{k}x"
 
 
-def partition(docs: int, per_doc: int, suffix: str, rev8: str, mode: str) -> pa.Table:
+def partition(docs: int, per_doc: int, suffix: str, rev8: str, mode: str, words_per_chunk: int = 120) -> pa.Table:
     cols: dict[str, list] = {c: [] for c in INPUT_COLUMNS}
     for d in range(docs):
         doc = f"urn:aprs:docs:d{d}"
         seq = 0
         for k in range(per_doc):
             rng = random.Random(f"{'rewrite' if mode == 'rewrite' else 'base'}:{d}:{k}")  # rewritten texts share none
-            words = [rng.choice(VOCAB) for _ in range(120)]
+            words = [rng.choice(VOCAB) for _ in range(words_per_chunk)]
             sid = f"s{k}{suffix}"
             if mode == "edit":
                 words[0] = "edited"
@@ -106,6 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=5000)
     ap.add_argument("--per-doc", type=int, default=20)
+    ap.add_argument("--words", type=int, default=120, metavar="W", help="words per chunk")
     ap.add_argument("--check", type=int, default=0, metavar="SAMPLE",
                     help="compare with the exact matcher on about this many chunks per shape")
     ap.add_argument("--shapes", default="unchanged,edit,rewrite,mixed", help="comma-separated shapes to run")
@@ -115,15 +118,19 @@ def main() -> None:
     ap.add_argument("--matcher", choices=["fast", "exact"], default="fast",
                     help="time the vectorized matcher (default) or the row-at-a-time reference")
     args = ap.parse_args()
-    before = partition(args.docs, args.per_doc, "", "aaaaaaaa", "base")
+
+    def rechunk(suffix: str, mode: str) -> pa.Table:
+        return partition(args.docs, args.per_doc, suffix, "aaaaaaaa" if mode == "base" else "bbbbbbbb", mode, args.words)
+
+    before = rechunk("", "base")
     threads = default_threads() if args.threads is None else args.threads
-    print(f"partition: {args.docs:,} documents x {args.per_doc} chunks = {before.num_rows:,} chunks; "
+    print(f"partition: {args.docs:,} documents x {args.per_doc} chunks of {args.words} words = {before.num_rows:,} chunks; "
           f"{threads} thread(s) for word sets")
     shapes = {
         "unchanged": ("unchanged rerun", lambda: before),
-        "edit": ("every id changed, text lightly edited", lambda: partition(args.docs, args.per_doc, "x", "bbbbbbbb", "edit")),
-        "rewrite": ("every chunk rewritten", lambda: partition(args.docs, args.per_doc, "x", "bbbbbbbb", "rewrite")),
-        "mixed": ("mixed renames, edits, deletions", lambda: partition(args.docs, args.per_doc, "", "bbbbbbbb", "mixed")),
+        "edit": ("every id changed, text lightly edited", lambda: rechunk("x", "edit")),
+        "rewrite": ("every chunk rewritten", lambda: rechunk("x", "rewrite")),
+        "mixed": ("mixed renames, edits, deletions", lambda: rechunk("", "mixed")),
     }
     failed = False
     for key in args.shapes.split(","):
