@@ -46,9 +46,6 @@ __all__ = [
 ]
 
 
-_SCORE_CELLS = 1 << 17  # signature words compared at once by may_reach(): they stay in cache
-
-
 @dataclass(frozen=True, slots=True)
 class WordSets:
     """Each chunk's words as hashes: chunk ``k`` has ``hashes[bounds[k]:bounds[k + 1]]`` (duplicates
@@ -167,12 +164,7 @@ def may_reach(a: Signatures, i: np.ndarray, b: Signatures, j: np.ndarray, thresh
         raise ValueError(f"signatures of different widths ({a.m} and {b.m} bits) cannot be compared")
     if len(i) == 0:
         return np.zeros(0, np.bool_)
-    common = np.empty(len(i), np.int64)
-    step = max(1, _SCORE_CELLS // (a.m // 64))
-    for lo in range(0, len(i), step):
-        both = np.take(a.sig, i[lo:lo + step], axis=0)
-        both &= np.take(b.sig, j[lo:lo + step], axis=0)
-        common[lo:lo + step] = np.bitwise_count(both).sum(axis=1, dtype=np.int64)
+    common = _kernels().pair_common_bits(a.sig, np.ascontiguousarray(i, np.int64), b.sig, np.ascontiguousarray(j, np.int64))
     (own_a, other_a, half_a), (own_b, other_b, half_b) = _least_common(a, threshold), _least_common(b, threshold)
     slack = 1e-9  # keeps a pair that float rounding would put just over a bound
     keep = common >= half_a[i] + half_b[j] - slack  # the symmetric bound first: it drops most pairs
