@@ -119,6 +119,7 @@ _PAIRS_PER_BATCH = 1 << 18  # candidate pairs held at once: bounds memory (fresh
 _ROWS_PER_BATCH = 4096  # vanished rows whose words are hashed and scored at once
 _MAX_THREADS = 4  # threads scoring batches: more gain little, as the batches share memory bandwidth
 _PROBE = 64  # pairs at the old place scored before deciding whether pruning the others pays
+_EDIT_SHARE = 0.5  # least share of bytes in a common prefix and suffix for scoring a pair from its texts
 _SEQ_BIAS = 1 << 31  # seq_index as an unsigned 32-bit field of a (document, seq) sort key
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # an odd multiplier (MurmurHash3's)
 _ALL_BYTES = np.uint64(0x0101010101010101)  # eight true booleans, read as one number
@@ -445,6 +446,20 @@ class _Matching:
 
     def _by_words(self, owners: np.ndarray, lo: np.ndarray, hi: np.ndarray, here: np.ndarray, bits: int) -> None:
         """:meth:`by_words` for vanished rows in reading order, whose windows are ``[lo, hi)``, with ``bits``-bit signatures."""
+        # a renamed or lightly edited section usually keeps its place: try that first, and where the
+        # two texts share most of their bytes, score them from the texts (the shared words hashed once)
+        at_place = np.flatnonzero((here < hi) & self.fresh[np.minimum(here, len(self.key) - 1)])
+        untried = np.zeros(len(owners), np.bool_)
+        if len(at_place):
+            got = wordsets.jaccard_of_edits(self.g.column("chunk_text", owners[at_place]),
+                                            self.c.column("chunk_text", here[at_place]), _EDIT_SHARE)
+            ok = got >= SAME_PLACE_SIMILARITY
+            self._take(owners[at_place[ok]], here[at_place[ok]], _SIMILAR, got[ok])
+            untried[at_place[np.isnan(got)]] = True
+        left = np.flatnonzero(self.target[owners] < 0)
+        if not len(left):
+            return
+        owners, lo, hi, here, untried = owners[left], lo[left], hi[left], here[left], untried[left]
         base, top = int(lo[0]), int(hi[-1])  # the windows move forward: together they lie in [base, top)
         # the fresh candidates any window reaches get word sets; the others are never scored
         scored = base + np.flatnonzero(_covered(lo - base, hi - base, top - base) & self.fresh[base:top])
@@ -454,8 +469,7 @@ class _Matching:
         c_row[scored - base] = np.arange(len(scored))
         words = _Scorer(wordsets.word_sets(self.g.column("chunk_text", owners)),
                         wordsets.word_sets(self.c.column("chunk_text", scored)), c_row, base, bits)
-        # a renamed or lightly edited section usually keeps its place: try that first
-        at_place = np.flatnonzero((here < hi) & self.fresh[np.minimum(here, len(self.key) - 1)])
+        at_place = np.flatnonzero(untried)
         if len(at_place):
             # pruning pays where most pairs fail; where the first ones mostly match (a light edit
             # throughout), it would only add signatures to pairs that are scored anyway

@@ -35,10 +35,9 @@ def _fmix(h: np.uint64) -> np.uint64:
     return h
 
 
-@numba.njit(cache=True, nogil=True)
-def hash_words_into(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, bounds: np.ndarray) -> int:
-    """Hash every word, text after text, into ``hashes`` (text ``k`` gets ``hashes[bounds[k]:bounds[k + 1]]``);
-    returns how many there are.
+@numba.njit(cache=True, inline="always")
+def _word_at(data: np.ndarray, p: int, end: int) -> tuple[int, np.uint64]:
+    """The word starting at ``data[p]`` (not a space): where it ends, and its hash.
 
     A word is a run of bytes that are not Python's ASCII whitespace, ASCII-lower-cased. Up to
     eight bytes it is its bytes little-endian, the rest zero, so different words differ
@@ -48,40 +47,47 @@ def hash_words_into(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, b
     (invertible but for the top bit, which shifts out as the lowest bit is cleared), so every
     byte reaches the top bits that signatures bucket by.
     """
+    start = p
+    b = data[p]
+    h = block = shift = _ZERO
+    nul = False
+    while True:
+        nul |= b == 0
+        block |= _LOWER[b] << shift
+        p += 1
+        if p == end:
+            break
+        b = data[p]
+        if _SPACE[b]:
+            break
+        shift += _BYTE
+        if shift == _FULL:  # a ninth (17th, ...) byte follows: chain the block
+            h = block if p - start == 8 else _fmix(h) ^ block
+            block = shift = _ZERO
+    n = p - start
+    if n <= 8:
+        h = block ^ (_NUL_SALT * np.uint64(n + 1) if nul else _ZERO)
+    else:
+        h = _fmix(_fmix(h) ^ block ^ (np.uint64(n) * _K2))
+    h *= _K1
+    h ^= h >> _S32
+    h *= _K2_EVEN
+    return p, h
+
+
+@numba.njit(cache=True, nogil=True)
+def hash_words_into(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, bounds: np.ndarray) -> int:
+    """Hash every word (see :func:`_word_at`), text after text, into ``hashes`` (text ``k`` gets
+    ``hashes[bounds[k]:bounds[k + 1]]``); returns how many there are."""
     seen = 0
     for t in range(len(offsets) - 1):
         bounds[t] = seen
         p, end = offsets[t], offsets[t + 1]
         while p < end:
-            b = data[p]
-            if _SPACE[b]:
+            if _SPACE[data[p]]:
                 p += 1
                 continue
-            start = p
-            h = block = shift = _ZERO
-            nul = False
-            while True:
-                nul |= b == 0
-                block |= _LOWER[b] << shift
-                p += 1
-                if p == end:
-                    break
-                b = data[p]
-                if _SPACE[b]:
-                    break
-                shift += _BYTE
-                if shift == _FULL:  # a ninth (17th, ...) byte follows: chain the block
-                    h = block if p - start == 8 else _fmix(h) ^ block
-                    block = shift = _ZERO
-            n = p - start
-            if n <= 8:
-                h = block ^ (_NUL_SALT * np.uint64(n + 1) if nul else _ZERO)
-            else:
-                h = _fmix(_fmix(h) ^ block ^ (np.uint64(n) * _K2))
-            h *= _K1
-            h ^= h >> _S32
-            h *= _K2_EVEN
-            hashes[seen] = h
+            p, hashes[seen] = _word_at(data, p, end)
             seen += 1
     bounds[len(offsets) - 1] = seen
     return seen
@@ -115,8 +121,8 @@ def fill_signatures(hashes: np.ndarray, bounds: np.ndarray, log2_m: int, sig: np
             cell = np.int64(hashes[w] >> shift)
             row[cell >> 6] |= np.uint64(1) << np.uint64(cell & 63)
         count = _ZERO
-        for cell in range(len(row)):
-            count += _popcount(row[cell])
+        for word in row:
+            count += _popcount(word)
         bits[k] = np.int64(count)
 
 
@@ -192,4 +198,88 @@ def pair_jaccard(a_hashes: np.ndarray, a_bounds: np.ndarray, i: np.ndarray,
         union = na + nb - shared
         if union > 0:
             out[p] = shared / union
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _insert_words(data: np.ndarray, p: int, end: int, keys: np.ndarray, marks: np.ndarray, stamp: int, side: int,
+                  shift: np.uint64, mask: int) -> tuple[int, int]:
+    """Insert the words of ``data[p:end]`` into a pair's table (see :func:`_insert`; side 3: both
+    sides, for text the two share): (words new to the pair, words of side B first met on side A)."""
+    new = met = 0
+    while p < end:
+        if _SPACE[data[p]]:
+            p += 1
+            continue
+        p, h = _word_at(data, p, end)
+        if side == 3:
+            new += _insert_shared(keys, marks, h, stamp, shift, mask)
+        else:
+            got = _insert(keys, marks, h, stamp, side, shift, mask)
+            new += got == 1
+            met += got == 2
+    return new, met
+
+
+@numba.njit(cache=True, inline="always")
+def _insert_shared(keys: np.ndarray, marks: np.ndarray, h: np.uint64, stamp: int, shift: np.uint64, mask: int) -> int:
+    """Mark word ``h`` as seen on both sides: 1 if it is new to the pair (shared words go in first)."""
+    slot = np.int64(h >> shift)
+    while True:
+        if marks[slot] < stamp:
+            keys[slot] = h
+            marks[slot] = stamp + 3
+            return 1
+        if keys[slot] == h:
+            return 0
+        slot = (slot + 1) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def text_pair_jaccard(a_data: np.ndarray, a_offsets: np.ndarray, b_data: np.ndarray, b_offsets: np.ndarray,
+                      least_shared: float) -> np.ndarray:
+    """Exact Jaccard of the word sets of texts ``a[p]`` and ``b[p]`` where the two share a common
+    prefix and suffix of at least ``least_shared`` of the longer one's bytes; NaN elsewhere.
+
+    The prefix is cut back to end with a space and the suffix to start with one, so each text
+    is the shared prefix, its own middle and the shared suffix, split into words apart. The
+    shared words are hashed once, for both sides, and only the middles apart: a lightly edited
+    text costs about half of hashing both and scoring the hashes (:func:`pair_jaccard`).
+    """
+    out = np.full(len(a_offsets) - 1, np.nan)
+    bits = 6
+    keys = np.zeros(1 << bits, np.uint64)
+    marks = np.zeros(1 << bits, np.int64)  # pair stamp (a multiple of 4) + the sides seen (1: A, 2: B, 3: both)
+    for p in range(len(out)):
+        a0, a1, b0, b1 = a_offsets[p], a_offsets[p + 1], b_offsets[p], b_offsets[p + 1]
+        la, lb = a1 - a0, b1 - b0
+        most = min(la, lb)
+        head = 0
+        while head < most and a_data[a0 + head] == b_data[b0 + head]:
+            head += 1
+        if head < la or head < lb:  # not the same text: the prefix ends with a space (or is empty)
+            while head > 0 and not _SPACE[a_data[a0 + head - 1]]:
+                head -= 1
+        tail = 0
+        while tail < most - head and a_data[a1 - 1 - tail] == b_data[b1 - 1 - tail]:
+            tail += 1
+        while tail > 0 and not _SPACE[a_data[a1 - tail]]:  # the suffix starts with a space (or is empty)
+            tail -= 1
+        if head + tail < least_shared * max(la, lb) or head + tail == 0:
+            continue
+        room = la + lb - head - tail + 2  # more than the words the pair can hold
+        if 2 * room > (1 << bits):  # at most half full, so probes stay short
+            while 2 * room > (1 << bits):
+                bits += 1
+            keys = np.zeros(1 << bits, np.uint64)
+            marks = np.zeros(1 << bits, np.int64)
+        stamp = 4 * (p + 1)
+        shift = np.uint64(64 - bits)
+        mask = (1 << bits) - 1
+        both = _insert_words(a_data, a0, a0 + head, keys, marks, stamp, 3, shift, mask)[0]
+        both += _insert_words(a_data, a1 - tail, a1, keys, marks, stamp, 3, shift, mask)[0]
+        only_a = _insert_words(a_data, a0 + head, a1 - tail, keys, marks, stamp, 1, shift, mask)[0]
+        new_b, met = _insert_words(b_data, b0 + head, b1 - tail, keys, marks, stamp, 2, shift, mask)
+        union = both + only_a + new_b
+        out[p] = (both + met) / union if union else 0.0
     return out

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = [
-    "Signatures", "WordSets", "jaccard", "may_reach", "signature_bits_for",
+    "Signatures", "WordSets", "jaccard", "jaccard_of_edits", "may_reach", "signature_bits_for",
     "signatures", "word_sets",
 ]
 
@@ -195,3 +195,17 @@ def jaccard(a: WordSets, i: np.ndarray, b: WordSets, j: np.ndarray) -> np.ndarra
     """Exact word-set Jaccard of the pairs ``(a[i], b[j])`` (0.0 where both sets are empty)."""
     return _kernels().pair_jaccard(a.hashes, a.bounds, np.ascontiguousarray(i, np.int64),
                                    b.hashes, b.bounds, np.ascontiguousarray(j, np.int64))
+
+
+def jaccard_of_edits(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray, least_shared: float) -> np.ndarray:
+    """Exact word-set Jaccard of texts ``a[k]`` and ``b[k]`` where one is an edit of the other: they
+    share a prefix and a suffix of at least ``least_shared`` of the longer one's bytes, whose words
+    are hashed once for both. NaN for the other pairs, which :func:`jaccard` scores from hashes."""
+    if len(a) != len(b):
+        raise ValueError(f"pairs need as many texts on each side ({len(a)} and {len(b)})")
+    sides = []
+    for texts in (a, b):
+        arr = _normalized(texts)
+        offsets = _offsets(arr).astype(np.int64)
+        sides += [_data(arr), offsets - offsets[0]]
+    return _kernels().text_pair_jaccard(*sides, least_shared)

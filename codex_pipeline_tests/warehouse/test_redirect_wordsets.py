@@ -100,3 +100,40 @@ def test_pruning_is_a_bound_at_any_signature_width(bits: int, threshold: float) 
     assert (exact >= threshold).sum() > 100 and ((exact >= threshold - 0.1) & (exact < threshold)).sum() > 50
     if bits >= 512:  # wide enough to drop most of what falls well short
         assert keep[exact < threshold / 2].mean() < 0.1
+
+
+def _edited(rng: random.Random, text: str) -> str:
+    """Another version of ``text``: the same, a piece replaced anywhere (inside a word too), something
+    added at either end, or an unrelated text."""
+    roll = rng.random()
+    if roll < 0.15:
+        return text
+    if roll < 0.7:
+        start = rng.randint(0, len(text))
+        stop = rng.randint(start, len(text))
+        return text[:start] + "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 5))) + text[stop:]
+    if roll < 0.8:
+        return text + rng.choice(PIECES) + rng.choice(PIECES)
+    if roll < 0.9:
+        return rng.choice(PIECES) + text
+    return _texts(rng, 1)[0]
+
+
+def test_edits_scored_from_their_texts_equal_python_word_sets() -> None:
+    """Scored from a shared prefix and suffix where they are long enough (NaN elsewhere): the same
+    Jaccard as Python's sets, for edits that cut words apart, change case or whitespace; the more
+    shared bytes a pair needs, the fewer pairs are scored this way."""
+    rng = random.Random(5)
+    left = _texts(rng, 4000)
+    right = [_edited(rng, t) for t in left]
+    before = np.ones(len(left), np.bool_)
+    for least_shared in (0.0, 0.5, 0.9):
+        got = wordsets.jaccard_of_edits(pa.array(left), pa.chunked_array([right[:1000], right[1000:]]), least_shared)
+        scored = ~np.isnan(got)
+        assert got[scored].tolist() == [_jaccard(left[k], right[k]) for k in np.flatnonzero(scored).tolist()]
+        assert all(scored[k] for k, (x, y) in enumerate(zip(left, right)) if x == y and x.split())
+        assert not (scored & ~before).any() and ((got[scored] > 0) & (got[scored] < 1)).sum() > 100
+        before = scored
+    assert 500 < before.sum() < len(left) - 1000  # at 0.9, many pairs are left to the hashes
+    with pytest.raises(ValueError, match="as many texts"):
+        wordsets.jaccard_of_edits(pa.array(left), pa.array(right[1:]), 0.5)
