@@ -33,8 +33,8 @@ into integer codes once, word sets built a few thousand vanished rows at a time 
 stay in cache, words hashed and pairs scored by compiled loops (:mod:`.word_kernels`) that
 release the GIL, so those batches run on as many threads as the process has cores (at most
 four; ``threads=1`` for one). ``bench/bench_redirects.py`` re-keys 100k chunks of 120 words
-in 0.5-0.75 s of wall time on the shared two-core dev machine, 0.8-1.2 s of CPU (one
-thread: 0.7-1.1 s; 2.1-2.5 s before the compiled loops; the row-at-a-time matcher, one
+in 0.45-0.7 s of wall time on the shared two-core dev machine, 0.7-1.05 s of CPU (one
+thread: 0.65-1.15 s; 2.1-2.5 s before the compiled loops; the row-at-a-time matcher, one
 Python word set per chunk, took 14-24 s). Word-set similarity is pruned by signatures with
 an exact bound and verified exactly (:mod:`.wordsets` gives the one error left, word-hash
 collisions); :mod:`.redirect_exact` keeps the row-at-a-time matcher as the reference the

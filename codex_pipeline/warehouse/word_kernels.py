@@ -1,4 +1,5 @@
-"""Compiled loops of :mod:`codex_pipeline.warehouse.wordsets`: word hashing, signatures, common signature bits, pair Jaccard.
+"""Compiled loops of :mod:`codex_pipeline.warehouse.wordsets`: word hashing, signatures, common
+signature bits, pair Jaccard from hashes or from an edit's two texts.
 
 Each walks bytes or words one at a time, which numpy could only do with a gather, a scatter
 or a sort per word (that was 0.6 of the 1.1 CPU-seconds per 100k chunks); compiled (numba,

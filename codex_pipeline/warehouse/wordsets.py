@@ -24,6 +24,12 @@ scored in two stages:
    of its pair with probability about ``n²/2^64`` for ``n`` words, ~3e-15 for two 120-word
    chunks.
 
+A pair where one text is an edit of the other (a renamed section's chunk at its old place,
+the common case) is scored before either: :func:`jaccard_of_edits` splits the two texts
+into their shared prefix, their own middles and their shared suffix (cut at spaces, so
+each splits into words alone), hashes the shared words once for both sides and needs no
+word-set arrays, which halves the work for a light edit.
+
 So the matches equal the exact matcher's unless two different words of a pair hash alike;
 ``bench/bench_redirects.py --check`` and the tests compare both matchers. Each call runs on
 the calling thread; the compiled loops release the GIL, so the redirect matcher runs
