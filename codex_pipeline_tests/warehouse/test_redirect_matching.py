@@ -162,3 +162,16 @@ def test_the_random_rechunks_reach_every_kind_of_match() -> None:
         scores += [r["overlap"] for r in out.to_pylist() if r["match"] == "similar_text"]
     assert kinds == {"content_hash", "span_overlap", "similar_text", "removed"}
     assert any(0.5 <= s < 0.6 for s in scores) and any(0.8 <= s < 0.9 for s in scores)
+
+
+def test_the_thread_count_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(redirects.THREADS_ENV, raising=False)
+    assert 1 <= redirects.default_threads() <= 4
+    monkeypatch.setenv(redirects.THREADS_ENV, "1")
+    assert redirects.default_threads() == 1
+    monkeypatch.setenv(redirects.THREADS_ENV, "6")  # an explicit count is taken as given
+    assert redirects.default_threads() == 6
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(redirects.THREADS_ENV, bad)
+        with pytest.raises(ValueError, match=f"CODEX_REDIRECT_THREADS='{bad}' is not a thread count"):
+            redirects.default_threads()
