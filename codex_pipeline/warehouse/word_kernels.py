@@ -144,8 +144,9 @@ def pair_common_bits(a_sig: np.ndarray, i: np.ndarray, b_sig: np.ndarray, j: np.
 @numba.njit(cache=True, inline="always")
 def _insert(keys: np.ndarray, marks: np.ndarray, h: np.uint64, stamp: int, side: int, shift: np.uint64,
             mask: int) -> int:
-    """Mark word ``h`` as seen on ``side`` (1: A, 2: B) in this pair's table: 1 if the word is new
-    to the pair, 2 if side B meets a word of side A for the first time, else 0."""
+    """Mark word ``h`` as seen on ``side`` (1: A, 2: B, 3: both, for words the pair shares, inserted
+    first) in this pair's table: 1 if the word is new to the pair, 2 if side B meets a word of
+    side A for the first time, else 0."""
     slot = np.int64(h >> shift)
     while True:
         m = marks[slot]
@@ -159,6 +160,17 @@ def _insert(keys: np.ndarray, marks: np.ndarray, h: np.uint64, stamp: int, side:
                 return 2
             return 0
         slot = (slot + 1) & mask
+
+
+@numba.njit(cache=True, inline="always")
+def _table(words: int, bits: int, keys: np.ndarray, marks: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """The pair table, grown to hold ``words`` at most half full (so probes stay short)."""
+    if 2 * words > (1 << bits):
+        while 2 * words > (1 << bits):
+            bits += 1
+        keys = np.zeros(1 << bits, np.uint64)
+        marks = np.zeros(1 << bits, np.int64)
+    return bits, keys, marks
 
 
 @numba.njit(cache=True, nogil=True)
@@ -177,11 +189,7 @@ def pair_jaccard(a_hashes: np.ndarray, a_bounds: np.ndarray, i: np.ndarray,
     for p in range(len(i)):
         a0, a1 = a_bounds[i[p]], a_bounds[i[p] + 1]
         b0, b1 = b_bounds[j[p]], b_bounds[j[p] + 1]
-        if 2 * (a1 - a0 + b1 - b0) > (1 << bits):  # at most half full, so probes stay short
-            while 2 * (a1 - a0 + b1 - b0) > (1 << bits):
-                bits += 1
-            keys = np.zeros(1 << bits, np.uint64)
-            marks = np.zeros(1 << bits, np.int64)
+        bits, keys, marks = _table(a1 - a0 + b1 - b0, bits, keys, marks)
         stamp = 4 * (p + 1)
         shift = np.uint64(64 - bits)
         mask = (1 << bits) - 1
@@ -205,35 +213,18 @@ def pair_jaccard(a_hashes: np.ndarray, a_bounds: np.ndarray, i: np.ndarray,
 @numba.njit(cache=True, inline="always")
 def _insert_words(data: np.ndarray, p: int, end: int, keys: np.ndarray, marks: np.ndarray, stamp: int, side: int,
                   shift: np.uint64, mask: int) -> tuple[int, int]:
-    """Insert the words of ``data[p:end]`` into a pair's table (see :func:`_insert`; side 3: both
-    sides, for text the two share): (words new to the pair, words of side B first met on side A)."""
+    """Insert the words of ``data[p:end]`` into a pair's table (see :func:`_insert`): (words new to
+    the pair, words of side B first met on side A)."""
     new = met = 0
     while p < end:
         if _SPACE[data[p]]:
             p += 1
             continue
         p, h = _word_at(data, p, end)
-        if side == 3:
-            new += _insert_shared(keys, marks, h, stamp, shift, mask)
-        else:
-            got = _insert(keys, marks, h, stamp, side, shift, mask)
-            new += got == 1
-            met += got == 2
+        got = _insert(keys, marks, h, stamp, side, shift, mask)
+        new += got == 1
+        met += got == 2
     return new, met
-
-
-@numba.njit(cache=True, inline="always")
-def _insert_shared(keys: np.ndarray, marks: np.ndarray, h: np.uint64, stamp: int, shift: np.uint64, mask: int) -> int:
-    """Mark word ``h`` as seen on both sides: 1 if it is new to the pair (shared words go in first)."""
-    slot = np.int64(h >> shift)
-    while True:
-        if marks[slot] < stamp:
-            keys[slot] = h
-            marks[slot] = stamp + 3
-            return 1
-        if keys[slot] == h:
-            return 0
-        slot = (slot + 1) & mask
 
 
 @numba.njit(cache=True, nogil=True)
@@ -268,12 +259,7 @@ def text_pair_jaccard(a_data: np.ndarray, a_offsets: np.ndarray, b_data: np.ndar
             tail -= 1
         if head + tail < least_shared * max(la, lb) or head + tail == 0:
             continue
-        room = la + lb - head - tail + 2  # more than the words the pair can hold
-        if 2 * room > (1 << bits):  # at most half full, so probes stay short
-            while 2 * room > (1 << bits):
-                bits += 1
-            keys = np.zeros(1 << bits, np.uint64)
-            marks = np.zeros(1 << bits, np.int64)
+        bits, keys, marks = _table(la + lb - head - tail + 2, bits, keys, marks)  # more than the pair's words
         stamp = 4 * (p + 1)
         shift = np.uint64(64 - bits)
         mask = (1 << bits) - 1
