@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import signal
 from pathlib import Path
 
 import dagster as dg
@@ -12,6 +13,15 @@ import pytest
 from codex_pipeline.warehouse.storage import Warehouse
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Handle SIGINT as a suite started from a terminal does. One started in the background (CI,
+    ``nohup``) begins with SIGINT ignored, and every in-process Dagster run points SIGTERM at SIGINT's
+    handler when it ends: SIGTERM would be ignored from then on, by this process and by every process
+    a later test starts (a process pool's exit, which terminates its workers, waited forever)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
     import dagster as dg
 
     from codex_pipeline.defs import defs
-    from codex_pipeline.defs.run_hygiene import local_run_tags, sweep_dead_runs
+    from codex_pipeline.defs.run_hygiene import local_run_tags, sigterm_kept, sweep_dead_runs
 
     if data_dir:
         os.environ["CODEX_DATA_DIR"] = data_dir
@@ -67,13 +67,14 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
     for i, day in enumerate(days, 1):
         t0 = time.perf_counter()
         print(f"[{i}/{len(days)}] materializing partition {day} ...", flush=True)
-        result = job.execute_in_process(
-            partition_key=day,
-            instance=instance,
-            raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-            tags=local_run_tags(),
-        )
+        with sigterm_kept():  # `kill` must still stop a backgrounded `codex materialize`
+            result = job.execute_in_process(
+                partition_key=day,
+                instance=instance,
+                raise_on_error=False,
+                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+                tags=local_run_tags(),
+            )
         status = "ok" if result.success else "FAILED"
         print(f"[{i}/{len(days)}] {day}: {status} in {time.perf_counter() - t0:.1f}s (run {result.run_id[:8]})", flush=True)
         ok &= result.success

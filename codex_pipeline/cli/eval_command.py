@@ -121,6 +121,7 @@ def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_k
     from codex_pipeline.defs.assets import build_dataset_assets
     from codex_pipeline.defs.proposition_assets import PropositionSettings, build_proposition_assets
     from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+    from codex_pipeline.defs.run_hygiene import sigterm_kept
     from codex_pipeline.defs.search_assets import build_search_index_asset
 
     assets = []
@@ -129,14 +130,15 @@ def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_k
         assets += [*build_dataset_assets(spec), build_search_index_asset(spec)]
         if propositions:  # whether or not the registry opts the dataset in: the eval compares units
             assets += build_proposition_assets(spec)
-    result = dg.materialize(
-        assets,
-        partition_key=day.isoformat(),
-        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings(kind=embedder_kind),
-                   "propositions": PropositionSettings()},
-        raise_on_error=False,
-        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-    )
+    with sigterm_kept():
+        result = dg.materialize(
+            assets,
+            partition_key=day.isoformat(),
+            resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings(kind=embedder_kind),
+                       "propositions": PropositionSettings()},
+            raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        )
     return bool(result.success)
 
 

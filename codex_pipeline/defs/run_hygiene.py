@@ -19,15 +19,20 @@ did (a recycled pid is not the run). The sweep marks a dead run FAILURE with a
 message saying so and frees its slots; it also frees slots still held by runs
 that ended a while ago or were deleted. :data:`run_hygiene_sensor` runs it every
 minute under the daemon; the CLI calls it before starting runs.
+
+A process that ran a run in itself stays killable: :func:`sigterm_kept`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +59,27 @@ def local_run_tags() -> dict[str, str]:
     For runs executed in this process (``execute_in_process``, ``dg.materialize``).
     """
     return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+
+
+@contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Give SIGTERM back its handler after runs executed in this process.
+
+    When an in-process run ends, Dagster points SIGTERM at whatever handles SIGINT
+    (``dagster._utils.interrupts``). A process started in the background from a shell
+    (``codex materialize … &``, ``nohup``) has SIGINT ignored, so from then on ``kill``
+    would be ignored too: by this process, and by every process it starts afterwards,
+    since an ignored signal stays ignored across ``exec``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Dagster changes handlers only on the main thread (and only it may)
+        return
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if before is not None:  # None: set outside Python, nothing to put back
+            signal.signal(signal.SIGTERM, before)
 
 
 def _boot_time() -> float | None:

@@ -181,3 +181,44 @@ def test_sigkilled_run_frees_its_slot_and_the_next_run_resumes(
         wh.read("narrative", "chunks", day).column("chunk_id").to_pylist())
     assert not checkpoint_for(wh, "narrative", day).files()
     assert _claims(instance) == []
+
+
+_RUN_THEN_WAIT = """
+import sys, time
+import dagster as dg
+from codex_pipeline.defs.run_hygiene import sigterm_kept
+
+@dg.asset
+def tiny() -> int:
+    return 1
+
+if sys.argv[1] == "kept":
+    with sigterm_kept():
+        assert dg.materialize([tiny]).success
+else:
+    assert dg.materialize([tiny]).success
+print("ran", flush=True)
+time.sleep(120)
+"""
+
+
+def _background_run(mode: str) -> subprocess.Popen[str]:
+    """A process started as a shell starts a background job (SIGINT ignored) that ran a run in itself."""
+    p = subprocess.Popen([sys.executable, "-c", _RUN_THEN_WAIT, mode], stdout=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert p.stdout is not None and p.stdout.readline() == "ran\n"
+    p.send_signal(signal.SIGTERM)
+    return p
+
+
+def test_a_backgrounded_process_that_ran_a_run_still_dies_on_sigterm() -> None:
+    kept = _background_run("kept")
+    assert kept.wait(timeout=60) == -signal.SIGTERM
+    # without it, Dagster leaves SIGTERM ignored (pointed at SIGINT's handler) and `kill` does nothing
+    bare = _background_run("bare")
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            bare.wait(timeout=3)
+    finally:
+        bare.kill()
+        bare.wait()
