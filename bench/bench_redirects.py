@@ -136,7 +136,7 @@ def main() -> None:
     for key in args.shapes.split(","):
         name, build = shapes[key]
         after = build()
-        matcher = partial(compute_redirects, threads=args.threads) if args.matcher == "fast" else exact_redirects
+        matcher = partial(compute_redirects, threads=threads) if args.matcher == "fast" else exact_redirects
         took = cpu = float("inf")
         for _ in range(max(1, args.repeat)):
             t0, c0 = time.perf_counter(), time.process_time()

@@ -196,15 +196,12 @@ def pair_jaccard(a_hashes: np.ndarray, a_bounds: np.ndarray, i: np.ndarray,
         na = 0
         for w in range(a0, a1):
             na += _insert(keys, marks, a_hashes[w], stamp, 1, shift, mask)
-        nb = shared = 0
+        only_b = shared = 0
         for w in range(b0, b1):
             got = _insert(keys, marks, b_hashes[w], stamp, 2, shift, mask)
-            if got == 1:
-                nb += 1
-            elif got == 2:
-                nb += 1
-                shared += 1
-        union = na + nb - shared
+            only_b += got == 1
+            shared += got == 2
+        union = na + only_b
         if union > 0:
             out[p] = shared / union
     return out

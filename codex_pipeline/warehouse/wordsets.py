@@ -83,14 +83,11 @@ class Signatures:
 
 def word_sets(texts: pa.Array | pa.ChunkedArray) -> WordSets:
     """Hash the words of every text (see the module doc for what a word is)."""
-    arr = _normalized(texts)
-    offsets = _offsets(arr).astype(np.int64)
-    offsets -= offsets[0]
-    data = _data(arr)
+    data, offsets = _bytes(texts)
     # numpy, not numba, allocates the outputs: it asks for huge pages, which halves the cost
     # of first touching ~100 MB; the bound (a word per two bytes) is only reserved, not touched
-    hashes = np.empty((len(data) + len(arr)) // 2 + 1, np.uint64)
-    bounds = np.empty(len(arr) + 1, np.int64)
+    hashes = np.empty((len(data) + len(offsets)) // 2 + 1, np.uint64)
+    bounds = np.empty(len(offsets), np.int64)
     seen = _kernels().hash_words_into(data, offsets, hashes, bounds)
     return WordSets(hashes[:seen], bounds)
 
@@ -99,6 +96,15 @@ def _kernels() -> ModuleType:
     """The compiled loops, imported on first use: numba costs half a second of import."""
     from codex_pipeline.warehouse import word_kernels
     return word_kernels
+
+
+def _bytes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """The :func:`_normalized` texts' bytes and each one's int64 offsets into them (text ``k`` is
+    ``data[offsets[k]:offsets[k + 1]]``), as the compiled loops read them."""
+    arr = _normalized(texts)
+    offsets = _offsets(arr).astype(np.int64)
+    offsets -= offsets[0]
+    return _data(arr), offsets
 
 
 def _normalized(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -209,9 +215,4 @@ def jaccard_of_edits(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArra
     are hashed once for both. NaN for the other pairs, which :func:`jaccard` scores from hashes."""
     if len(a) != len(b):
         raise ValueError(f"pairs need as many texts on each side ({len(a)} and {len(b)})")
-    sides = []
-    for texts in (a, b):
-        arr = _normalized(texts)
-        offsets = _offsets(arr).astype(np.int64)
-        sides += [_data(arr), offsets - offsets[0]]
-    return _kernels().text_pair_jaccard(*sides, least_shared)
+    return _kernels().text_pair_jaccard(*_bytes(a), *_bytes(b), least_shared)
