@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.warehouse.redirects import compute_redirects
+from codex_pipeline.redirects.matching import compute_redirects
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "codex_pipeline" / "sample_landing"

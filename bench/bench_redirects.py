@@ -19,7 +19,7 @@ disturbed by other work on the machine).
 
 ``--matcher exact`` times the row-at-a-time reference matcher instead (the "before" numbers).
 ``--check SAMPLE`` also runs the exact row-at-a-time matcher
-(:mod:`codex_pipeline.warehouse.redirect_exact`) on the first SAMPLE chunks' documents
+(:mod:`codex_pipeline_tests.redirect_reference`) on the first SAMPLE chunks' documents
 of each shape and reports how many redirect rows (target, kind, score) agree; it exits
 non-zero on any difference.
 """
@@ -38,8 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
-from codex_pipeline.warehouse.redirect_exact import exact_matches, exact_redirects
-from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, compute_redirects, default_threads, match_vanished
+from codex_pipeline.redirects.matching import INPUT_COLUMNS, compute_redirects, default_threads, match_vanished
+from codex_pipeline_tests.redirect_reference import exact_matches, exact_redirects
 
 VOCAB = [f"w{i}" for i in range(3000)]
 

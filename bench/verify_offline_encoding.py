@@ -9,7 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codex_pipeline.core.tokens import encoding, official_cl100k
+from codex_pipeline.core.tokens import encoding
+from codex_pipeline_tests.official_tokenizer import official_cl100k
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
 

@@ -13,6 +13,7 @@ import pytest
 from codex_pipeline.warehouse.storage import Warehouse
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SAMPLE_LANDING = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
 
 
 def pytest_configure(config: pytest.Config) -> None:

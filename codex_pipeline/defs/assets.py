@@ -21,6 +21,7 @@ from codex_pipeline.defs.partitions import daily_partitions
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.explore.inspector import token_histogram_markdown
 from codex_pipeline.explore.stats import chunk_summary, preview_markdown
+from codex_pipeline.redirects.matching import LAST_PUBLISHED, update_redirects
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
 from codex_pipeline.warehouse.current import (
     IndexChange,
@@ -31,7 +32,6 @@ from codex_pipeline.warehouse.current import (
     update_index,
 )
 from codex_pipeline.warehouse.integrity import sweep_dataset
-from codex_pipeline.warehouse.redirects import LAST_PUBLISHED, update_redirects
 from codex_pipeline.warehouse.storage import INDEX_DIR, Warehouse, ensure_views
 
 # Backfill policies are beta in Dagster 1.13, and a job spanning assets with

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.core.contract import REJECT_SCHEMA
-from codex_pipeline.warehouse.redirects import DELETED, REDIRECT_SCHEMA
+from codex_pipeline.warehouse.redirect_table import DELETED, REDIRECT_SCHEMA
 from codex_pipeline.warehouse.storage import (
     SCHEMA,
     Warehouse,

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from codex_pipeline.warehouse import wordsets
+from codex_pipeline.redirects import wordsets
 
 PIECES = ["a", "B", "c", "É", "é", "ß", "İ", "ǅ", "x" * 9, "Y" * 17, "z" * 40, "ΣΑΣ", "\x00", "\x01", "\x1b", "\x7f",
           "日本", "naïve", "Straße", "\u00a0", "\u2003", "\u3000", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c",

@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import random
 from collections.abc import Callable
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -24,7 +23,7 @@ from codex_pipeline.core.tokens import count_tokens, encoding
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.narrative import load_narrative_day
-from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING
 
 DOC = SourceDocument("urn:aprs:narrative:d1", "d1", "Alpha beta gamma.\n\nDelta epsilon.", "d1.txt")
 
@@ -132,7 +131,7 @@ def test_unknown_chunk_type() -> None:
 
 # -- one corrupted row in a real partition: each rule still catches it -----------------
 
-SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
+SAMPLE = SAMPLE_LANDING
 NARRATIVE_DAY = dt.date(2026, 11, 24)
 
 

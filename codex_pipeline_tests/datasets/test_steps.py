@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from pathlib import Path
 
 from codex_pipeline.core import tokens
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.markdown import load_docs_day, markdown_document
+from codex_pipeline_tests.conftest import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 DAY = dt.date(2026, 11, 24)
 AT = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
 

@@ -16,11 +16,10 @@ from codex_pipeline.core.tokens import (
     TokenizerUnavailable,
     count_tokens,
     encoding,
-    official_cl100k,
 )
-
-FIXTURES = Path(__file__).parent / "fixtures"
-SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
+from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.conftest import SAMPLE_LANDING as SAMPLE
+from codex_pipeline_tests.official_tokenizer import official_cl100k
 
 
 def _bundled_bpe_file() -> Path:

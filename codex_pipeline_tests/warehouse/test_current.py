@@ -23,11 +23,11 @@ from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.explore.navigation import ChunkCollection
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
-from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING
 
 D1, D2, D3, D4 = (dt.date(2026, 11, d) for d in (1, 2, 3, 4))
 NARRATIVE = get_dataset("narrative")
-SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing" / "narrative"
+SAMPLE = SAMPLE_LANDING / "narrative"
 WATER = (SAMPLE / "2026-11-24" / "water-main-replacement-notice.txt").read_text()
 COUNCIL = (FIXTURES / "narrative" / "council-recess-statement.txt").read_text()
 NOTICE = "urn:aprs:narrative:notice.txt"

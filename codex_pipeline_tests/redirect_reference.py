@@ -1,6 +1,6 @@
 """The exact redirect matcher: one Python word set per chunk, one row at a time.
 
-This is :mod:`codex_pipeline.warehouse.redirects` as it was before it was vectorized,
+This is :mod:`codex_pipeline.redirects.matching` as it was before it was vectorized,
 unchanged in what it decides. It is the reference the fast matcher must agree with: the
 tests compare both on golden and random partitions, ``bench/bench_redirects.py --check``
 on a sample of the benchmark. It is too slow for a large re-key (13-17 s per 100k changed
@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from codex_pipeline.warehouse.redirects import (
+from codex_pipeline.redirects.matching import (
     CONTENT_HASH,
     INPUT_COLUMNS,
     MATCH_COLUMNS,
@@ -282,7 +282,7 @@ def exact_redirects(
     now: dt.datetime | None = None,
 ) -> pa.Table:
     """The partition's redirect table after re-chunking ``previous`` into ``current``: what
-    :func:`codex_pipeline.warehouse.redirects.compute_redirects` must return.
+    :func:`codex_pipeline.redirects.matching.compute_redirects` must return.
 
     ``previous`` / ``current`` are chunk tables of one partition (at least
     :data:`INPUT_COLUMNS`); ``previous_redirects`` is the partition's stored redirect
@@ -303,7 +303,7 @@ def exact_redirects(
 
 def exact_matches(previous: pa.Table | None, current: pa.Table) -> pa.Table:
     """Every id of ``previous`` missing from ``current``, matched: what
-    :func:`codex_pipeline.warehouse.redirects.match_vanished` must return."""
+    :func:`codex_pipeline.redirects.matching.match_vanished` must return."""
     table = exact_redirects(previous, current, dataset="-", partition_date=dt.date(2000, 1, 1), chunking_version="-")
     table = table.select(list(MATCH_COLUMNS))
     return table.take(pc.sort_indices(table, sort_keys=[("old_chunk_id", "ascending")]))

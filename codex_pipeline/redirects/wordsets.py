@@ -1,6 +1,6 @@
 """Word-set Jaccard for many chunk pairs at once: the redirect matcher's ``similar_text`` step.
 
-The definition is the exact matcher's (:mod:`codex_pipeline.warehouse.redirect_exact`): a
+The definition is the exact matcher's (:mod:`codex_pipeline_tests.redirect_reference`): a
 chunk's words are ``frozenset(text.lower().split())`` and two chunks are as similar as the
 Jaccard of those sets. Building 100k Python sets cost ~7 s, so here every word becomes a
 64-bit hash read straight from the Arrow text buffer by a compiled loop
@@ -94,7 +94,7 @@ def word_sets(texts: pa.Array | pa.ChunkedArray) -> WordSets:
 
 def _kernels() -> ModuleType:
     """The compiled loops, imported on first use: numba costs half a second of import."""
-    from codex_pipeline.warehouse import word_kernels
+    from codex_pipeline.redirects import word_kernels
     return word_kernels
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 from codex_pipeline.core.contract import SEED_FIELDS
 from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
-from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING, land, materialize_dataset
 
-SAMPLE = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
+SAMPLE = SAMPLE_LANDING
 
 
 def _verify_rows(warehouse: Warehouse, dataset: str, day: dt.date) -> list[dict]:

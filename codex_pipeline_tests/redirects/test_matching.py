@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
-from codex_pipeline.warehouse import redirects
-from codex_pipeline.warehouse.redirect_exact import exact_redirects
-from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, compute_redirects
+from codex_pipeline.redirects import matching as redirects
+from codex_pipeline.redirects.matching import INPUT_COLUMNS, compute_redirects
+from codex_pipeline_tests.redirect_reference import exact_redirects
 
 DAY = dt.date(2026, 11, 24)
 WORDS = [f"w{i}" for i in range(30)] + ["Émile", "émile", "STRASSE", "straße", "ΣΟΦΙΑΣ", "σοφιας", "İstanbul",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -18,7 +17,7 @@ from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import assets_by_dataset
 from codex_pipeline.warehouse.storage import connect_catalog
-from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING, land, materialize_dataset
 
 DAY = "2026-11-24"
 DATE = dt.date.fromisoformat(DAY)
@@ -131,7 +130,7 @@ def test_ais_positions_is_raw_only(warehouse) -> None:
 def test_sample_landing_days_materialize(warehouse, dataset: str) -> None:
     """The bundled sample days (what `codex demo` runs) pass the contract check, rejects included."""
     spec = get_dataset(dataset)
-    sample = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing" / dataset
+    sample = SAMPLE_LANDING / dataset
     days = sorted(p.name for p in sample.iterdir())
     assert days == ["2026-11-24", "2026-11-25", "2026-11-26"]
     total_rejects = 0

@@ -17,10 +17,10 @@ from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.warehouse.redirect_exact import exact_redirects
-from codex_pipeline.warehouse.redirects import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
+from codex_pipeline.redirects.matching import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import materialize_dataset
+from codex_pipeline_tests.redirect_reference import exact_redirects
 
 DAY = dt.date(2026, 11, 24)
 T0 = dt.datetime(2026, 11, 24, 8, 0, tzinfo=dt.UTC)

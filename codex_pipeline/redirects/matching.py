@@ -56,7 +56,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from codex_pipeline.warehouse import wordsets
+from codex_pipeline.redirects import wordsets
+from codex_pipeline.warehouse.redirect_table import DELETED, LAST_PUBLISHED, REDIRECT_SCHEMA
 from codex_pipeline.warehouse.storage import Warehouse
 
 __all__ = [
@@ -68,7 +69,6 @@ CONTENT_HASH = "content_hash"
 SPAN_OVERLAP = "span_overlap"
 SIMILAR_TEXT = "similar_text"
 REMOVED = "removed"
-DELETED = "deleted"  # the document was retracted (see codex_pipeline.warehouse.current)
 _BY_STRENGTH = [REMOVED, SIMILAR_TEXT, SPAN_OVERLAP, CONTENT_HASH]  # a chain is as weak as its weakest hop
 
 
@@ -96,22 +96,6 @@ MATCH_COLUMNS = ("doc_id", "old_chunk_id", "old_section_id", "old_chunking_versi
                  "new_chunk_id", "new_section_id", "match", "overlap")
 """What :func:`match_vanished` returns per vanished id (the redirect row less the run's constants)."""
 
-REDIRECT_SCHEMA = pa.schema(
-    [
-        pa.field("dataset", pa.string(), nullable=False),
-        pa.field("partition_date", pa.date32(), nullable=False),
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("old_chunk_id", pa.string(), nullable=False),
-        pa.field("old_section_id", pa.string(), nullable=False),
-        pa.field("old_chunking_version", pa.string(), nullable=False),
-        pa.field("new_chunk_id", pa.string(), nullable=True),  # null: the id is gone
-        pa.field("new_section_id", pa.string(), nullable=True),
-        pa.field("new_chunking_version", pa.string(), nullable=False),  # version this row was resolved against
-        pa.field("match", pa.string(), nullable=False),  # content_hash | span_overlap | similar_text | removed | deleted
-        pa.field("overlap", pa.float64(), nullable=True),  # span IoU (span_overlap) or word Jaccard (similar_text)
-        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),  # when the old id disappeared
-    ]
-)
 
 _REV8 = re.compile(r"\|r=([0-9a-f]{8}|[0-9a-f]{12})\|s=")
 _CHAR_SPAN = r'"char_span":\[(?P<start>\d+),(?P<end>\d+)\]'
@@ -732,10 +716,6 @@ def compute_redirects(
         table = pa.concat_tables([table, carried])
     order = pc.sort_indices(table, sort_keys=[("doc_id", "ascending"), ("old_chunk_id", "ascending")])
     return table.take(order).combine_chunks()
-
-
-LAST_PUBLISHED = "chunks_last_published"
-"""Where a day's published chunks wait while the partition is quarantined: the redirect baseline."""
 
 
 def update_redirects(wh: Warehouse, dataset: str, day: dt.date, table: pa.Table, chunking_version: str) -> dict[str, int]:

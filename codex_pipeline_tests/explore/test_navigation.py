@@ -360,7 +360,7 @@ def test_from_catalog_and_warehouse(tmp_path: Path, day1: pa.Table, day2: pa.Tab
 
 
 def test_resolve_follows_redirects(tmp_path: Path, day1: pa.Table) -> None:
-    from codex_pipeline.warehouse.redirects import compute_redirects
+    from codex_pipeline.redirects.matching import compute_redirects
 
     renamed = {"a": [("h9" if s == "h2.s1" else s, *rest) for s, *rest in DOC_A], "b": DOC_B_DAY1[:2]}
     day1b = build_table(DAY1, renamed)

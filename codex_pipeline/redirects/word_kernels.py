@@ -1,4 +1,4 @@
-"""Compiled loops of :mod:`codex_pipeline.warehouse.wordsets`: word hashing, signatures, common
+"""Compiled loops of :mod:`codex_pipeline.redirects.wordsets`: word hashing, signatures, common
 signature bits, pair Jaccard from hashes or from an edit's two texts.
 
 Each walks bytes or words one at a time, which numpy could only do with a gather, a scatter

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from codex_pipeline.warehouse import redirects
+from codex_pipeline.redirects import matching as redirects
 
 REV = re.compile(r"\|r=([0-9a-f]{8}|[0-9a-f]{12})\|s=")  # the reference matcher's pattern
 
