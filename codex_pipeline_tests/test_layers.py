@@ -19,19 +19,23 @@ PACKAGE_DIR = Path(codex_pipeline.__file__).parent
 # layer -> the layers it may import (itself included)
 ALLOWED: dict[str, set[str]] = {
     "core": {"core"},
+    "transport": {"core", "transport"},
     "sources": {"core", "sources"},
     "chunkers": {"core", "chunkers"},
     "warehouse": {"core", "warehouse"},
-    "embeddings": {"core", "warehouse", "embeddings"},
-    "propositions": {"core", "warehouse", "embeddings", "propositions"},
+    "redirects": {"core", "warehouse", "redirects"},
+    "embeddings": {"core", "transport", "warehouse", "embeddings"},
+    "propositions": {"core", "transport", "warehouse", "embeddings", "propositions"},
     "retrieval": {"core", "warehouse", "embeddings", "propositions", "retrieval"},
     "datasets": {"core", "sources", "chunkers", "warehouse", "embeddings", "propositions", "retrieval", "datasets"},
     "explore": {"core", "warehouse", "explore"},
+    "pipeline": {"core", "sources", "chunkers", "warehouse", "redirects", "embeddings", "propositions", "retrieval",
+                 "datasets", "explore", "pipeline"},
     "evaluation": {"core", "sources", "warehouse", "embeddings", "retrieval", "datasets", "evaluation"},
-    "cli": {"core", "sources", "chunkers", "warehouse", "embeddings", "datasets", "explore", "retrieval", "evaluation",
-            "propositions", "cli", "defs"},
-    "defs": {"core", "sources", "chunkers", "warehouse", "embeddings", "propositions", "datasets", "explore", "retrieval",
-             "defs"},
+    "cli": {"core", "transport", "sources", "chunkers", "warehouse", "redirects", "embeddings", "datasets", "explore",
+            "retrieval", "evaluation", "propositions", "pipeline", "cli", "defs"},
+    "defs": {"core", "transport", "sources", "chunkers", "warehouse", "redirects", "embeddings", "propositions",
+             "datasets", "explore", "retrieval", "pipeline", "defs"},
 }
 MAY_IMPORT_DAGSTER = {"defs", "cli"}
 ROOT_MODULES = {"__init__"}  # the package root holds only the version
