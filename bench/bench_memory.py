@@ -34,7 +34,7 @@ CHILD = """
 import sys, dagster as dg
 from codex_pipeline.defs.assets import assets_by_dataset
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-raw, chunks, _ = assets_by_dataset["narrative"]
+raw, chunks = assets_by_dataset["narrative"][:2]
 r = dg.materialize([raw, chunks], partition_key=sys.argv[2], instance=dg.DagsterInstance.ephemeral(),
                    resources={"warehouse": CodexWarehouse(data_dir=sys.argv[1]), "embedding": EmbeddingSettings()},
                    raise_on_error=False)

@@ -8,8 +8,13 @@ from codex_pipeline.defs.assets import assets_by_dataset
 
 
 def test_definitions_load() -> None:
+    """The location validates, and `codex_all` (what the daily schedule runs) covers every asset and check."""
     dg.Definitions.validate_loadable(defs)
-    assert defs.resolve_job_def("codex_all") is not None
+    graph = defs.resolve_asset_graph()
+    job_graph = defs.resolve_job_def("codex_all").asset_layer.asset_graph
+    assert set(job_graph.get_all_asset_keys()) == set(graph.get_all_asset_keys())
+    assert set(job_graph.asset_check_keys) == set(graph.asset_check_keys) != set()
+    assert defs.resolve_schedule_def("codex_daily").job_name == "codex_all"
 
 
 def test_every_registry_entry_has_its_assets() -> None:
@@ -25,7 +30,8 @@ def test_every_registry_entry_has_its_assets() -> None:
             assert dg.AssetKey([spec.name, "raw"]) in node.parent_keys
             assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition)
             (chunks_def,) = [a for a in assets_by_dataset[spec.name] if chunks in a.keys]
-            checks = list(chunks_def.check_specs)
-            assert [c.name for c in checks] == ["chunk_contract", "current_chunk_ids_unique", "chunk_addresses"]
-            assert checks[0].blocking and not checks[1].blocking  # the contract blocks; uniqueness warns
-            assert not checks[2].blocking  # the seed-003 address validator warns
+            assert [c.name for c in chunks_def.check_specs] == ["chunk_contract"]  # reported by the step itself
+            checks = {k.name: graph.get_check_spec(k) for k in graph.get_check_keys_for_assets({chunks})}
+            assert set(checks) == {"chunk_contract", "current_chunk_ids_unique", "chunk_addresses"}
+            assert checks["chunk_contract"].blocking  # the contract blocks embeddings
+            assert not checks["current_chunk_ids_unique"].blocking and not checks["chunk_addresses"].blocking

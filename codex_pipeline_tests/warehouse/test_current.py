@@ -35,7 +35,7 @@ NOTICE = "urn:aprs:narrative:notice.txt"
 
 def materialize(wh: Warehouse, day: dt.date, spec: DatasetSpec = NARRATIVE, embed: bool = False) -> dg.ExecuteInProcessResult:
     """raw -> chunks (-> embeddings) of one day through Dagster; every check must pass."""
-    assets = [a for a in build_dataset_assets(spec) if embed or a.key.path[-1] != "embeddings"]
+    assets = [a for a in build_dataset_assets(spec) if embed or dg.AssetKey([spec.name, "embeddings"]) not in a.keys]
     result = dg.materialize(
         assets,
         partition_key=day.isoformat(),

@@ -1,0 +1,117 @@
+"""Library results as Dagster metadata and check results: the only thing the assets add to a step.
+
+Metadata keys are what the UI, the tests and users' own sensors read: keep them stable.
+"""
+
+from typing import Any
+
+import dagster as dg
+
+from codex_pipeline.core.contract_check import ContractReport
+from codex_pipeline.pipeline import AddressResult, ChunksDayResult, EmbeddingsResult, RawDayResult, UniqueIdsResult
+
+CONTRACT_CHECK = "chunk_contract"
+UNIQUE_CHECK = "current_chunk_ids_unique"
+ADDRESS_CHECK = "chunk_addresses"
+
+
+def raw_metadata(done: RawDayResult) -> dict[str, Any]:
+    return {
+        "landing_dir": dg.MetadataValue.path(str(done.landing)),
+        "documents": done.documents,
+        "rejects": done.rejects,
+        "rejects_preview": dg.MetadataValue.md(done.rejects_preview),
+        "tombstones": done.tombstones,
+        "tombstone_rejects": done.tombstone_rejects,
+        **done.current,
+        "path": dg.MetadataValue.path(str(done.path)),
+        "views_created": list(done.views_created),
+        "damaged_files_set_aside": list(done.damaged),
+    }
+
+
+def chunks_metadata(done: ChunksDayResult) -> dict[str, Any]:
+    s = done.summary
+    return {
+        "documents": s.documents,
+        "chunks": s.chunks,
+        "chunks_by_type": dg.MetadataValue.json(s.chunks_by_type),
+        "tokens_p50": s.tokens["p50"],
+        "tokens_p95": s.tokens["p95"],
+        "tokens_max": s.tokens["max"],
+        "tokens_by_type": dg.MetadataValue.json(s.tokens_by_type),
+        "rejects": done.rejects,
+        "redirects": sum(done.redirects.values()),
+        "redirects_by_match": dg.MetadataValue.json(done.redirects),
+        "preview": dg.MetadataValue.md(done.preview),
+        "token_histogram": dg.MetadataValue.md(done.token_histogram),
+        "path": dg.MetadataValue.path(str(done.path)),
+        "chunking_version": done.chunking_version,
+        **done.current,
+        "views_created": list(done.views_created),
+        "damaged_files_set_aside": list(done.damaged),
+    }
+
+
+def embeddings_metadata(done: EmbeddingsResult) -> dict[str, Any]:
+    t = done.totals
+    return {
+        "inputs": t.inputs,
+        "reused": t.reused,
+        "embedded": t.embedded,
+        "requests": t.requests,
+        "recovered_from_checkpoint": t.recovered_from_checkpoint,
+        "long_inputs": t.long_inputs,
+        "evidence_units": t.evidence_units,
+        "evidence_units_reused": t.evidence_units_reused,
+        "evidence_units_embedded": t.evidence_units_embedded,
+        "embedding_model": done.model,
+        "embedding_version": done.version,
+        "dimensions": done.dimensions,
+        "by_partition": dg.MetadataValue.json(done.by_partition),
+        "views_created": list(done.views_created),
+        "damaged_files_set_aside": list(done.damaged),
+    }
+
+
+def contract_result(report: ContractReport) -> dg.AssetCheckResult:
+    """The blocking chunk contract: an ERROR keeps the day's chunks from embeddings."""
+    return dg.AssetCheckResult(
+        check_name=CONTRACT_CHECK,
+        passed=report.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "rows": report.rows,
+            "failed_checks": report.failed_checks,
+            "failures": dg.MetadataValue.json(report.failures),
+        },
+    )
+
+
+def unique_result(done: UniqueIdsResult) -> dg.AssetCheckResult:
+    u = done.unique
+    return dg.AssetCheckResult(
+        check_name=UNIQUE_CHECK,
+        passed=done.passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "current_rows": u.rows,
+            "duplicated_chunk_ids": u.duplicates,
+            "examples": dg.MetadataValue.json([{"chunk_id": c, "rows": n, "doc_ids": list(d)} for c, n, d in u.examples]),
+        },
+    )
+
+
+def address_result(done: AddressResult) -> dg.AssetCheckResult:
+    r = done.report
+    return dg.AssetCheckResult(
+        check_name=ADDRESS_CHECK,
+        passed=done.passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "sampled_chunks": r.sampled,
+            "failed_checks": r.failed_checks,
+            "problems": dg.MetadataValue.json([p.line() for p in r.problems]),
+            **({"notes": dg.MetadataValue.json(r.notes)} if r.notes else {}),
+        },
+    )

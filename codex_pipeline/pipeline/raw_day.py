@@ -1,0 +1,100 @@
+"""The raw step of a day: landing files become ``raw`` rows, rejects, tombstones and views.
+
+Documents stream from the reader into bounded row groups, so memory does not grow with
+the day. For a chunked dataset the day's tombstone files are checked against what
+landed and, when they retract anything, applied to the current-corpus index.
+"""
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from codex_pipeline.core.contract import RAW_SCHEMA
+from codex_pipeline.core.documents import Reject
+from codex_pipeline.datasets import steps
+from codex_pipeline.datasets.registry import DatasetSpec
+from codex_pipeline.pipeline.housekeeping import rejects_preview, set_aside_damaged, write_if_any
+from codex_pipeline.pipeline.reporting import Recorder
+from codex_pipeline.pipeline.results import RawDayResult, StepLog
+from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
+from codex_pipeline.warehouse.current import IndexChange, ensure_index, tombstones_table, update_index
+from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+
+RAW_VIEWS = ("raw", "rejects", "documents", "tombstones", "redirects")
+
+
+@dataclass(frozen=True)
+class _Ingested:
+    documents: int
+    record_ids: frozenset[str]
+    rejects: pa.Table
+    path: Path
+
+
+def run_raw_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog | None = None) -> RawDayResult:
+    """Ingest ``landing/<dataset>/<day>/``; ``skipped`` when nothing landed and nothing is to be retracted."""
+    rec = Recorder(log)
+    landing = wh.landing_dir(spec.name, day)
+    if not landing.is_dir() and not wh.partition_path(spec.name, "raw", day).exists():
+        # nothing landed and nothing to retract: the caller materializes nothing, so the
+        # day's chunks and embeddings steps are skipped instead of run empty
+        rec.info(f"no landing folder {landing}: nothing to do for {spec.name} on {day}")
+        return RawDayResult(spec.name, day, landing, skipped=True)
+    damaged = set_aside_damaged(wh, spec.name, [day], rec)
+    if not landing.is_dir():
+        rec.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
+    ingested = _ingest(spec, wh, day, landing)
+    wh.write(ingested.rejects, spec.name, "rejects", day, part="ingest")
+    marks, change = _tombstones(spec, wh, day, landing, ingested.record_ids)
+    write_if_any(wh, steps.rejects_table(spec.name, day, marks.rejects), spec.name, "rejects", day, "tombstone")
+    created = ensure_views(wh, [(spec.name, t) for t in RAW_VIEWS])
+    if ingested.rejects.num_rows or marks.rejects:
+        rec.warning(f"{ingested.rejects.num_rows + len(marks.rejects)} rejected input(s) in {landing}; "
+                    f"see codex.{spec.name}_rejects")
+    return RawDayResult(
+        spec.name, day, landing, documents=ingested.documents, rejects=ingested.rejects.num_rows,
+        rejects_preview=rejects_preview(ingested.rejects), tombstones=len(marks.tombstones),
+        tombstone_rejects=len(marks.rejects), current=change.as_metadata() if change else {},
+        path=ingested.path, views_created=tuple(created), damaged=damaged, warnings=tuple(rec.warnings),
+    )
+
+
+def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _Ingested:
+    """Write the day's ``raw`` file (empty when no folder landed); duplicates and bad files become rejects."""
+    rejected: list[Reject] = []
+    ingest = steps.Ingest(spec, day, rejected)
+    with (
+        without_tombstones(landing) as folder,  # _deleted.* files are never the reader's input
+        wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
+    ):
+        for table in ingest.tables(spec.documents(folder, rejected)):
+            out.write(table)
+        path = out.publish()
+    rejects = steps.rejects_table(spec.name, day, rejected)
+    return _Ingested(ingest.documents, frozenset(ingest.record_ids), rejects, path)
+
+
+def _tombstones(
+    spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path, landed: frozenset[str]
+) -> tuple[Tombstones, IndexChange | None]:
+    """The day's retractions, applied to the current-corpus index when there are any (or were before)."""
+    if not spec.chunked:
+        return _not_applied(landing, spec.name), None
+    marks = read_tombstones(landing, spec.name).split_landed(set(landed))
+    accepted = tombstones_table(day, marks.tombstones)
+    had = wh.partition_path(spec.name, "tombstones", day).exists()
+    write_if_any(wh, accepted, spec.name, "tombstones", day)
+    ensure_index(wh, spec.name, spec.snapshot)
+    if not (accepted.num_rows or had):  # the usual day retracts nothing: leave the index alone
+        return marks, None
+    return marks, update_index(wh, spec.name, day, tombstones=accepted, snapshot=spec.snapshot)
+
+
+def _not_applied(landing: Path, dataset: str) -> Tombstones:
+    """A raw-only dataset has no current corpus: its tombstone files are rejected, not applied."""
+    reason = (f"{dataset} is a raw export (not chunked): it has no current corpus to retract "
+              "records from, so this file was not applied")
+    return Tombstones([], [Reject(name, reason, stage="tombstone") for name in TOMBSTONE_FILES
+                           if (landing / name).exists()])
