@@ -6,27 +6,37 @@ the file itself (strict UTF-8, newlines normalized), front matter included, so c
 offsets point into exactly what the user landed. YAML (``---``) or TOML (``+++``)
 front matter is parsed into the payload and kept out of every chunk's text.
 
-The body is parsed once, here, by markdown-it.rs (``markdown-it-pyrs``: CommonMark plus GFM
-tables) and its structure persisted as ``Block``s (``raw.blocks``): headings, code blocks,
-tables and thematic breaks with whole-line offsets, so the chunker never parses Markdown.
+The body is parsed once, here (CommonMark plus GFM tables: markdown-it.rs where it installs,
+markdown-it-py elsewhere, with identical results; see ``sources.markdown_structure``), and its
+structure persisted as ``Block``s (``raw.blocks``): headings, code blocks, tables and thematic
+breaks with whole-line offsets, so the chunker never parses Markdown. ``parser=`` on the
+readers below picks one parser by name.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from markdown_it_pyrs import MarkdownIt, Node
-
 from codex_pipeline.core.documents import Block, LoadResult, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
 from codex_pipeline.sources.files import text_files
+from codex_pipeline.sources.markdown_structure import parse_blocks
+
+__all__ = [
+    "FrontMatter",
+    "doc_title",
+    "iter_docs_day",
+    "load_docs_day",
+    "markdown_document",
+    "parse_blocks",
+    "split_front_matter",
+]
 
 DATASET = "docs"
 SUFFIXES = {".md", ".mdx", ".markdown"}
@@ -102,96 +112,6 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-# -- structure --------------------------------------------------------------------------------
-#
-# markdown-it.rs (CommonMark + the GFM table rule) parses the body once; its nodes carry
-# byte offsets into the body, snapped here to whole lines of the canonical text.
-
-_PARSER = MarkdownIt("commonmark").enable("table")
-_CONTAINERS = frozenset({"bullet_list", "ordered_list", "list_item", "blockquote"})
-_HEADINGS = frozenset({"heading", "lheading"})
-_ATTR_LIST = re.compile(r"[ \t]*\{[^{}]*\}[ \t]*$")  # a trailing {#anchor .class} (not CommonMark, common in docs)
-
-
-def parse_blocks(text: str, body_start: int = 0) -> list[Block]:
-    """The structure of ``text[body_start:]`` as blocks with whole-line offsets into ``text``.
-
-    * ``heading``: a top-level ATX or setext heading; ``key`` is its level (``"1"``–``"6"``),
-      ``meta["title"]`` its plain text. A setext heading starts at its paragraph's first line.
-      Headings inside lists and block quotes are content, not section starts; a ``#`` line in
-      code, in an HTML block or comment, or in a table is no heading at all (CommonMark).
-    * ``code``: a fenced (``key="fenced"``; an unclosed fence runs to the end of its container)
-      or indented (``key="indented"``) code block, at any depth.
-    * ``table``: a GFM table (header row to its last row), at any depth.
-    * ``hr``: a top-level thematic break.
-
-    Each block runs from the start of its first line to just past its last line's newline.
-    """
-    body = text[body_start:]
-    src: str | bytes = body if body.isascii() else body.encode("utf-8")
-    nl: Any = "\n" if isinstance(src, str) else b"\n"
-    found: list[tuple[str, int, int, str, dict[str, Any]]] = []  # offsets into ``src``
-
-    def add(kind: str, node: Node, key: str = "", meta: dict[str, Any] | None = None) -> None:
-        if node.srcmap is None:  # markdown-it.rs maps every block node; never guess an offset
-            raise ValueError(f"the Markdown parser gave no source position for a {node.name}")
-        s, e = node.srcmap
-        le = src.find(nl, max(e - 1, s))
-        found.append((kind, src.rfind(nl, 0, s) + 1, len(src) if le < 0 else le + 1, key, meta or {}))
-
-    def walk(nodes: Sequence[Node], top: bool) -> None:
-        for node in nodes:
-            name = node.name
-            if name in _HEADINGS:
-                if top:
-                    add("heading", node, str(node.meta["level"]), {"title": heading_title(node)})
-            elif name == "fence" or name == "code_block":
-                add("code", node, "fenced" if name == "fence" else "indented")
-            elif name == "table":
-                add("table", node)
-            elif name == "hr":
-                if top:
-                    add("hr", node)
-            elif name in _CONTAINERS:
-                walk(node.children, False)
-
-    walk(_PARSER.tree(body).children, True)
-    if isinstance(src, bytes):  # the parser counts UTF-8 bytes; the canonical text counts characters
-        chars = _chars_at(src, [x for f in found for x in f[1:3]])
-        return [Block(k, body_start + chars[s], body_start + chars[e], key, meta) for k, s, e, key, meta in found]
-    return [Block(k, body_start + s, body_start + e, key, meta) for k, s, e, key, meta in found]
-
-
-def _chars_at(src: bytes, offsets: list[int]) -> dict[int, int]:
-    """Character offset of each byte offset (each at a character boundary) of UTF-8 ``src``."""
-    out: dict[int, int] = {}
-    prev = chars = 0
-    for off in sorted(set(offsets)):
-        chars += len(src[prev:off].decode("utf-8"))
-        out[off] = chars
-        prev = off
-    return out
-
-
-def heading_title(node: Node) -> str:
-    """A heading's plain text: inline markup, HTML tags and a trailing ``{#anchor}`` dropped."""
-    title = " ".join(_inline_text(node).split())
-    return _ATTR_LIST.sub("", title) if title.endswith("}") else title
-
-
-def _inline_text(node: Node) -> str:
-    parts = []
-    for child in node.children:
-        name = child.name
-        if name == "text" or name == "text_special":  # text_special: an entity or escape, resolved
-            parts.append(child.meta.get("content", ""))
-        elif name == "softbreak" or name == "hardbreak":
-            parts.append(" ")
-        elif name != "html_inline":  # code spans, emphasis, links, images (their alt text), autolinks
-            parts.append(_inline_text(child))
-    return "".join(parts)
-
-
 def doc_title(front: FrontMatter, blocks: Sequence[Block], rel: str) -> str:
     """Front matter ``title``, else the first top-level H1 (ATX or setext), else the file name."""
     title = front.data.get("title")
@@ -203,11 +123,12 @@ def doc_title(front: FrontMatter, blocks: Sequence[Block], rel: str) -> str:
     return PurePosixPath(rel).stem.replace("-", " ").replace("_", " ")
 
 
-def markdown_document(rel: str, text: str) -> SourceDocument | Reject:
+def markdown_document(rel: str, text: str, parser: str | None = None) -> SourceDocument | Reject:
     """One landed Markdown file (``rel`` its path in the day folder) as a document with its blocks.
 
     The blocks are ``front_matter`` (when there is one, ``key`` its format), ``body`` (always:
-    its presence says the structure was parsed) and those of :func:`parse_blocks`.
+    its presence says the structure was parsed) and those of :func:`parse_blocks` (``parser``:
+    which Markdown parser, by name; ``None`` for the default).
     """
     front = split_front_matter(text)
     if front.error:
@@ -220,7 +141,7 @@ def markdown_document(rel: str, text: str) -> SourceDocument | Reject:
         payload["front_matter"] = front.data
         payload["front_matter_format"] = front.format
         blocks.insert(0, Block("front_matter", 0, front.end, front.format))
-    structure = parse_blocks(text, front.end)
+    structure = parse_blocks(text, front.end, parser)
     blocks.extend(structure)
     json.dumps(payload)  # the payload must survive the raw table's JSON column
     return SourceDocument(
@@ -234,18 +155,18 @@ def markdown_document(rel: str, text: str) -> SourceDocument | Reject:
     )
 
 
-def iter_docs_day(day_dir: Path, rejects: list[Reject]) -> Iterator[SourceDocument]:
+def iter_docs_day(day_dir: Path, rejects: list[Reject], parser: str | None = None) -> Iterator[SourceDocument]:
     """Yield every Markdown file of a landing day (subfolders included) as a document; others are rejected."""
     for _, rel, text in text_files(day_dir, SUFFIXES, "docs takes .md and .mdx files", rejects):
-        doc = markdown_document(rel, text)
+        doc = markdown_document(rel, text, parser)
         if isinstance(doc, Reject):
             rejects.append(doc)
         else:
             yield doc
 
 
-def load_docs_day(day_dir: Path) -> LoadResult:
+def load_docs_day(day_dir: Path, parser: str | None = None) -> LoadResult:
     """The whole day at once (tests, tools); the raw step streams :func:`iter_docs_day`."""
     result = LoadResult()
-    result.documents.extend(iter_docs_day(day_dir, result.rejects))
+    result.documents.extend(iter_docs_day(day_dir, result.rejects, parser))
     return result
