@@ -198,6 +198,13 @@ def sweep_dead_runs(
     another host, is left alone.
     """
     report = SweepReport()
+    _fail_dead_runs(instance, report, run_ids)
+    if instance.event_log_storage.supports_global_concurrency_limits:
+        _free_slots(instance, report, finished_grace_seconds)
+    return report
+
+
+def _fail_dead_runs(instance: dg.DagsterInstance, report: SweepReport, run_ids: Iterable[str] | None) -> None:
     here = socket.gethostname()
     single_host = _is_single_host(instance)
     filters = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], run_ids=list(run_ids) if run_ids else None)
@@ -216,12 +223,13 @@ def sweep_dead_runs(
         log.warning(message)
         instance.report_run_failed(current, message)
         report.failed.append(run.run_id)
+
+
+def _free_slots(instance: dg.DagsterInstance, report: SweepReport, finished_grace_seconds: float) -> None:
+    """Free the pool slots of runs that were deleted, just failed by the sweep, or ended a while ago."""
     storage = instance.event_log_storage
-    if not storage.supports_global_concurrency_limits:
-        return report
-    holders = storage.get_concurrency_run_ids()
     now = time.time()
-    for run_id in sorted(holders):
+    for run_id in sorted(storage.get_concurrency_run_ids()):
         holder = instance.get_run_record_by_id(run_id)
         if holder is None or run_id in report.failed or (
             holder.dagster_run.is_finished
@@ -229,7 +237,6 @@ def sweep_dead_runs(
         ):
             storage.free_concurrency_slots_for_run(run_id)
             report.freed.append(run_id)
-    return report
 
 
 @dg.sensor(
