@@ -5,10 +5,11 @@ parse), then its locator, the evidence (the exact character range of the
 document's canonical text and its text) and a short context; ``--json`` prints the
 hits as a JSON array (:meth:`~codex_pipeline.retrieval.Hit.as_dict`).
 
-Before searching, each dataset's index is compared with the warehouse files it was
-built from (one ``stat`` per partition file) and rebuilt if they changed since: a
-run that did not materialize ``[dataset, search_index]`` never leaves ``codex
-search`` behind (``--no-refresh`` skips this). ``--history`` is the one exception to
+``Retriever`` keeps each index current: one whose warehouse files changed since it was
+built is rebuilt before the search (or, while another process is writing it, the live
+version answers and a warning says so), so a run that did not materialize
+``[dataset, search_index]`` never leaves ``codex search`` behind (``--no-refresh``
+searches the indexes as they are). ``--history`` is the one exception to
 "index only": it ranks every stored version of one dataset by cosine with a scan of
 the ``_history`` views (slow, for audits).
 """
@@ -17,27 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
 
-from codex_pipeline.retrieval import (
-    Filters,
-    Hit,
-    IndexMissing,
-    Retriever,
-    SearchMode,
-    indexed_datasets,
-    read_manifest,
-)
-from codex_pipeline.retrieval.corpus import source_fingerprint, update_dataset_index
-from codex_pipeline.retrieval.retriever import index_root
-from codex_pipeline.retrieval.searcher import IndexOutdated
+from codex_pipeline.cli.search_output import print_hits, print_proposition_hits, print_warnings
+from codex_pipeline.retrieval import Filters, IndexMissing, IndexOutdated, Retriever, SearchMode
 from codex_pipeline.warehouse.queries import SEARCH_SQL, history_suffix
 from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, connect_catalog
 
-PREVIEW_CHARS = 240
-CONTEXT_CHARS = 100
+EMBEDDER_ENV = "CODEX_EMBEDDER"
 
 
 def add_search_command(sub: Any) -> None:
@@ -74,34 +65,32 @@ def cmd_search(args: argparse.Namespace) -> int:
         return _history(wh, args)
     from codex_pipeline.embeddings import make_embedder
 
-    embedder = make_embedder(args.embedder) if args.mode != SearchMode.BM25.value else None
-    datasets = args.dataset or _chunked_datasets(wh)
-    if not args.no_refresh:
-        _refresh(wh, datasets, embedder, explicit=bool(args.dataset))
+    kind = _embedder_kind(args)
+    embedder = make_embedder(kind) if args.mode != SearchMode.BM25.value else None
     filters = Filters.of(args.dataset, args.types, args.date_from, args.date_to, dict(_pair(m) for m in args.meta))
-    if getattr(args, "units", "chunks") == "propositions":
-        from codex_pipeline.retrieval.propositions import print_proposition_hits
-
-        retriever = Retriever(wh.root, embedder=embedder, embedder_kind=args.embedder)
-        hits = retriever.search_propositions(args.query, k=args.k, mode=args.mode, filters=filters)
-        return print_proposition_hits(hits, as_json=args.json)
     try:
-        retriever = Retriever(wh.root, args.dataset or None, embedder=embedder, embedder_kind=args.embedder)
+        retriever = Retriever(wh.root, args.dataset or None, embedder=embedder, embedder_kind=kind,
+                              rebuild=not args.no_refresh)
         t1 = time.perf_counter()
+        if getattr(args, "units", "chunks") == "propositions":
+            props = retriever.search_propositions(args.query, k=args.k, mode=args.mode, filters=filters)
+            print_warnings(props.warnings)
+            print_proposition_hits(props, as_json=args.json)
+            return 0
         hits = retriever.search(args.query, k=args.k, mode=args.mode, filters=filters)
     except (IndexMissing, IndexOutdated, ValueError) as exc:
         print(f"codex search: {exc}", file=sys.stderr)
         return 2
     t2 = time.perf_counter()
-    if args.json:
-        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=1))
-    else:
-        for i, hit in enumerate(hits, 1):
-            print(_render(i, hit))
-        if not hits:
-            print(f"  (no hits in {', '.join(retriever.datasets) or 'any dataset: no search index yet'})")
+    print_warnings(hits.warnings)
+    print_hits(hits, args.json, retriever.datasets)
     print(f"{len(hits)} hit(s) in {(t2 - t1) * 1000:.0f} ms (open + refresh {t1 - t0:.2f} s)", file=sys.stderr)
     return 0
+
+
+def _embedder_kind(args: argparse.Namespace) -> str:
+    """``--embedder``, else ``$CODEX_EMBEDDER``, else the local model."""
+    return (args.embedder or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
 
 
 def _query(args: argparse.Namespace) -> str:
@@ -113,35 +102,6 @@ def _query(args: argparse.Namespace) -> str:
         args.dataset = [words.pop(0)]
         print(f"codex search: searching dataset {args.dataset[0]} (write --dataset {args.dataset[0]})", file=sys.stderr)
     return " ".join(words)
-
-
-def _chunked_datasets(wh: Warehouse) -> list[str]:
-    """Datasets with an index or with chunks that could be indexed."""
-    from codex_pipeline.datasets.registry import DATASETS
-
-    names = {s.name for s in DATASETS if s.chunked and wh.has_files(s.name, "chunks")}
-    return sorted(names | set(indexed_datasets(wh)))
-
-
-def _refresh(wh: Warehouse, datasets: list[str], embedder: Any, explicit: bool) -> None:
-    """Rebuild the indexes whose inputs changed since they were built (or that are missing)."""
-    model = embedder.model if embedder is not None else None
-    version = embedder.version if embedder is not None else None
-    for name in datasets:
-        manifest = read_manifest(index_root(wh, name))
-        if not wh.has_files(name, "chunks"):
-            continue
-        source = source_fingerprint(wh, name)
-        if manifest is not None and manifest.current_format and all(manifest.source.get(k) == v for k, v in source.items()):
-            if model is None or (manifest.embedding_model, manifest.embedding_version) == (model, version):
-                continue
-        if manifest is not None and model is None:
-            model, version = manifest.embedding_model, manifest.embedding_version  # bm25 only: keep the index's model
-        t = time.perf_counter()
-        built, _ = update_dataset_index(wh, name, model, version)
-        why = "missing" if manifest is None else "out of date"
-        print(f"{name}: search index {why}, rebuilt from the current corpus ({built.chunks} chunks, "
-              f"{time.perf_counter() - t:.1f} s)", file=sys.stderr)
 
 
 def _pair(text: str) -> tuple[str, Any]:
@@ -158,24 +118,6 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _render(i: int, hit: Hit) -> str:
-    ranks = ",".join(f"{k}:{v}" for k, v in sorted(hit.ranks.items()))
-    evidence = "; ".join(f"[{s}:{e}]" for s, e in hit.evidence) or "-"
-    ev_text = _flat(" … ".join(hit.evidence_text)) or _flat(hit.text)
-    before = _flat(hit.context.before)[-CONTEXT_CHARS:]
-    after = _flat(hit.context.after)[:CONTEXT_CHARS]
-    lines = [
-        f"score={hit.score:.4f} rank={i} dataset={hit.dataset} chunk_type={hit.chunk_type} "
-        f"partition_date={hit.partition_date.isoformat()} doc_id={hit.doc_id} section_id={hit.section_id} "
-        f"chunk_id={hit.chunk_id} ranks={ranks or '-'}",
-        f"    locator:  {hit.locator}",
-        f"    evidence: {evidence} {ev_text[:PREVIEW_CHARS]}{'…' if len(ev_text) > PREVIEW_CHARS else ''}",
-    ]
-    if before or after:
-        lines.append(f"    context:  …{before} ⟦hit⟧ {after}…")
-    return "\n".join(lines)
-
-
 def _history(wh: Warehouse, args: argparse.Namespace) -> int:
     """Every stored version of one dataset ranked by cosine (the pre-index scan, kept for audits)."""
     if len(args.dataset) != 1:
@@ -183,7 +125,7 @@ def _history(wh: Warehouse, args: argparse.Namespace) -> int:
     from codex_pipeline.embeddings import make_embedder
 
     (dataset,) = args.dataset
-    embedder = make_embedder(args.embedder)
+    embedder = make_embedder(_embedder_kind(args))
     vector = embedder.embed([args.query]).vectors[0].tolist()
     con = connect_catalog(wh, read_only=True)
     try:

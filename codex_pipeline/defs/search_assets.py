@@ -12,7 +12,8 @@ done, so a backfill ends with one rebuild or a few, not one per day; the newest 
 versions are kept, so an early build's ``path`` may be gone by the end. The version
 sensor ends each re-ingest, re-chunk or re-embed run with this asset (``defs/sensors.py``);
 its concurrent runs coalesce, as builds of a dataset are serialized and a build that
-finds its inputs already indexed writes nothing.
+finds its inputs already indexed writes nothing. A dataset with propositions (seed 002)
+indexes them in the same build, after `[dataset, proposition_embeddings]`.
 """
 
 import dagster as dg
@@ -20,16 +21,22 @@ import dagster as dg
 from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
 from codex_pipeline.defs.partitions import daily_partitions
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.retrieval import index_root, update_dataset_index
+from codex_pipeline.retrieval import IndexManifest, index_root, update_dataset_index
 from codex_pipeline.retrieval.index import FORMAT_VERSION, analyzer_id
 
 SEARCH_POOL = "search_index"
 
 
+def _deps(spec: DatasetSpec) -> list[dg.AssetKey]:
+    """The chunk vectors, and the proposition vectors of a dataset that opts in to propositions."""
+    tables = ["embeddings", "proposition_embeddings"] if spec.propositions else ["embeddings"]
+    return [dg.AssetKey([spec.name, t]) for t in tables]
+
+
 def build_search_index_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "search_index"]),
-        deps=[dg.AssetKey([spec.name, "embeddings"])],
+        deps=_deps(spec),
         group_name=spec.name,
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
@@ -37,8 +44,8 @@ def build_search_index_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
         code_version=f"{FORMAT_VERSION}/{analyzer_id()}",
         kinds={"numpy", "arrow"},
         description=(
-            f"BM25 and vector (HNSW) index over the current corpus of {spec.name}, under "
-            f"warehouse/{spec.name}/search_index/: what `codex search` and `Retriever` query."
+            f"BM25 and vector (HNSW) index over the current corpus of {spec.name} (chunks, and propositions when it "
+            f"has them), under warehouse/{spec.name}/search_index/: what `codex search` and `Retriever` query."
         ),
         metadata={"dataset": spec.name},
     )
@@ -55,24 +62,29 @@ def build_search_index_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
                 f"{manifest.missing_vectors} current {spec.name} chunk(s) have no {embedder.model} vector for their "
                 "text yet: they are found by BM25 only until their embeddings partition is materialized"
             )
-        return dg.MaterializeResult(
-            metadata={
-                "rebuilt": built,
-                "version": manifest.version,
-                "chunks": manifest.chunks,
-                "documents": manifest.documents,
-                "vectors": manifest.vectors,
-                "missing_vectors": manifest.missing_vectors,
-                "terms_reused": manifest.terms_reused,
-                "vectors_reused": manifest.vectors_reused,
-                "graph": manifest.graph,
-                "build_seconds": manifest.build_seconds,
-                "embedding_model": manifest.embedding_model or "",
-                "path": dg.MetadataValue.path(str(index_root(wh, spec.name) / manifest.version)),
-            }
-        )
+        path = index_root(wh, spec.name) / manifest.version
+        return dg.MaterializeResult(metadata=_metadata(manifest, built, str(path)))
 
     return search_index
+
+
+def _metadata(manifest: IndexManifest, built: bool, path: str) -> dict[str, object]:
+    return {
+        "rebuilt": built,
+        "version": manifest.version,
+        "chunks": manifest.chunks,
+        "documents": manifest.documents,
+        "vectors": manifest.vectors,
+        "missing_vectors": manifest.missing_vectors,
+        "propositions": manifest.propositions,
+        "proposition_vectors": manifest.proposition_vectors,
+        "terms_reused": manifest.terms_reused,
+        "vectors_reused": manifest.vectors_reused,
+        "graph": manifest.graph,
+        "build_seconds": manifest.build_seconds,
+        "embedding_model": manifest.embedding_model or "",
+        "path": dg.MetadataValue.path(path),
+    }
 
 
 search_assets_by_dataset: dict[str, dg.AssetsDefinition] = {

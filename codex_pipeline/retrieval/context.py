@@ -14,7 +14,8 @@ import json
 from collections.abc import Sequence
 
 from codex_pipeline.core.tokens import TokenizedText, count_tokens
-from codex_pipeline.retrieval.lexical import analyze, analyze_query, sentence_bounds
+from codex_pipeline.retrieval.lexical import analyze, sentence_bounds
+from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.types import Context, Span
 
 CONTEXT_TOKENS_PER_SIDE = 128
@@ -32,18 +33,18 @@ def anchor_spans(anchor_json: str) -> tuple[Span, ...]:
     return ()
 
 
-def evidence(query: str, text: str, spans: Sequence[Span], chunk_text: str) -> tuple[Span, ...]:
+def evidence(query: AnalyzedQuery, text: str, spans: Sequence[Span], chunk_text: str) -> tuple[Span, ...]:
     """The sentence of a verbatim chunk that matches most query terms, else the chunk's spans.
 
     Only a verbatim chunk (one span whose text is the chunk text) can be narrowed
     exactly; a composed chunk's evidence is its spans.
     """
-    if len(spans) != 1 or not query.strip():
+    if len(spans) != 1 or query.empty:
         return tuple(spans)
     start, end = spans[0]
     if text[start:end] != chunk_text:
         return tuple(spans)
-    wanted = set(analyze_query(query).all)
+    wanted = query.matched
     if not wanted:
         return tuple(spans)
     best: tuple[int, Span] | None = None

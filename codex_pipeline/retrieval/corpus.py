@@ -1,27 +1,46 @@
 """Read a dataset's current corpus from the warehouse and (re)build its search index.
 
 The tables come from the same view definitions users query
-(``codex.<dataset>_chunks``, ``_raw``, ``_embeddings``, ``_evidence_units``: each live document's latest
-landing, retracted documents left out), run on an in-memory DuckDB so a build
-never takes the catalog file's lock. :func:`build_search_index` itself takes plain
-Arrow tables and is tested without a warehouse.
+(``codex.<dataset>_chunks``, ``_raw``, ``_embeddings``, ``_evidence_units``, ``_propositions``,
+``_proposition_embeddings``: each live document's latest landing, retracted documents left
+out), run on an in-memory DuckDB so a build never takes the catalog file's lock.
+:func:`build_search_index` itself takes plain Arrow tables and is tested without a warehouse.
+
+Builds of one dataset are serialized by a lock file; :func:`update_dataset_index` with
+``wait=False`` raises :class:`IndexBusy` instead of waiting, so a reader can keep serving
+the live version while another process writes the next one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+from codex_pipeline.propositions.table import EMBEDDINGS_TABLE as PROPOSITION_EMBEDDINGS
+from codex_pipeline.propositions.table import TABLE as PROPOSITIONS
 from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_search_index, read_manifest
-from codex_pipeline.retrieval.retriever import index_root
-from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, file_lock, views_for
+from codex_pipeline.retrieval.proposition_rows import propositions_sql, with_anchors
+from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, views_for
 
-SOURCE_TABLES = ("chunks", "raw", "embeddings", "evidence_units")
+SEARCH_INDEX_DIR = "search_index"
+SOURCE_TABLES = ("chunks", "raw", "embeddings", "evidence_units", PROPOSITIONS, PROPOSITION_EMBEDDINGS)
+LOCK_FILE = ".build.lock"
+
+
+class IndexBusy(RuntimeError):
+    """Another process is building this dataset's index right now."""
+
+
+def index_root(wh: Warehouse, dataset: str) -> Path:
+    """``warehouse/<dataset>/search_index``."""
+    return wh.table_dir(dataset, SEARCH_INDEX_DIR)
 
 
 @dataclass(frozen=True)
@@ -30,7 +49,9 @@ class CurrentCorpus:
     documents: pa.Table  # doc_id, canonical_text
     embeddings: pa.Table | None
     units: pa.Table | None  # evidence-unit vectors of chunks with several units
-    current: bool  # False: the dataset has no document index, every partition was read
+    propositions: pa.Table | None = None  # index rows (retrieval.proposition_rows), None: the dataset has none
+    proposition_embeddings: pa.Table | None = None
+    current: bool = True  # False: the dataset has no document index, every partition was read
 
 
 def read_current_corpus(
@@ -48,7 +69,8 @@ def read_current_corpus(
         have = set(views)
         if f"{dataset}_chunks" not in have:
             empty = pa.schema([(c, pa.string()) for c in ROW_COLUMNS])
-            return CurrentCorpus(empty.empty_table(), pa.table({"doc_id": [], "canonical_text": []}), None, None, False)
+            return CurrentCorpus(empty.empty_table(), pa.table({"doc_id": [], "canonical_text": []}), None, None,
+                                 current=False)
         cols = ", ".join(ROW_COLUMNS)
         chunks = con.sql(f"SELECT {cols} FROM {SCHEMA}.{dataset}_chunks").to_arrow_table()
         documents = (
@@ -73,9 +95,12 @@ def read_current_corpus(
         # a chunk's one unit (stored for its prefixed vector) is never scored: its evidence is the chunk
         units = vectors("evidence_units", "chunk_id, partition_date, unit_index",
                         " QUALIFY count(*) OVER (PARTITION BY chunk_id, partition_date) > 1")
+        props = with_anchors(con.sql(propositions_sql(SCHEMA, dataset)).to_arrow_table()) \
+            if f"{dataset}_{PROPOSITIONS}" in have else None
+        prop_vectors = vectors(PROPOSITION_EMBEDDINGS, "proposition_id AS chunk_id, partition_date")
     finally:
         con.close()
-    return CurrentCorpus(chunks, documents, embeddings, units, f"{dataset}_chunks_history" in have)
+    return CurrentCorpus(chunks, documents, embeddings, units, props, prop_vectors, f"{dataset}_chunks_history" in have)
 
 
 def source_fingerprint(wh: Warehouse, dataset: str) -> dict[str, str]:
@@ -102,17 +127,19 @@ def update_dataset_index(
     embedding_model: str | None = None,
     embedding_version: str | None = None,
     force: bool = False,
+    wait: bool = True,
 ) -> tuple[IndexManifest, bool]:
     """Rebuild ``dataset``'s index from its current corpus unless its inputs are unchanged.
 
     Returns (the live manifest, whether a new version was built). Builds of one
-    dataset are serialized by a file lock, and the fingerprint is taken under it.
+    dataset are serialized by a file lock, and the fingerprint is taken under it;
+    ``wait=False`` raises :class:`IndexBusy` when another build holds it.
     """
     root = index_root(wh, dataset)
-    with _build_lock(root):  # concurrent runs of one dataset: each build reads what the previous one left
+    with build_lock(root, wait):  # concurrent runs of one dataset: each build reads what the previous one left
         source = {**source_fingerprint(wh, dataset), "embedding": f"{embedding_model} {embedding_version}"}
         live = read_manifest(root)
-        if live is not None and not force and live.current_format and all(live.source.get(k) == v for k, v in source.items()):
+        if live is not None and not force and is_current(live, source):
             return live, False
         corpus = read_current_corpus(wh, dataset, embedding_model, embedding_version)
         manifest = build_search_index(
@@ -122,6 +149,8 @@ def update_dataset_index(
             corpus.documents,
             corpus.embeddings,
             corpus.units,
+            propositions=corpus.propositions,
+            proposition_embeddings=corpus.proposition_embeddings,
             embedding_model=embedding_model,
             embedding_version=embedding_version,
             source={**source, "current_corpus": "yes" if corpus.current else "no document index: every partition"},
@@ -129,6 +158,32 @@ def update_dataset_index(
     return manifest, True
 
 
-def _build_lock(root: Path) -> contextlib.AbstractContextManager[None]:
+def is_current(live: IndexManifest, source: dict[str, str]) -> bool:
+    """Whether ``live`` was built, in this format, from exactly the inputs ``source`` fingerprints."""
+    return live.current_format and all(live.source.get(k) == v for k, v in source.items())
+
+
+def index_is_current(wh: Warehouse, dataset: str, embedding: tuple[str | None, str | None] | None) -> bool:
+    """Whether the live index holds the current inputs (and, unless ``embedding`` is None, that model's vectors)."""
+    live = read_manifest(index_root(wh, dataset))
+    if live is None:
+        return False
+    source = source_fingerprint(wh, dataset)
+    if embedding is not None:
+        source["embedding"] = f"{embedding[0]} {embedding[1]}"
+    return is_current(live, source)
+
+
+@contextlib.contextmanager
+def build_lock(root: Path, wait: bool = True) -> Iterator[None]:
     """One build per dataset at a time, so an older snapshot of the corpus never goes live after a newer one."""
-    return file_lock(root / ".build.lock")
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK_FILE, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise IndexBusy(f"{root}: another process is building this index") from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

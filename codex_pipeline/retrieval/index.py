@@ -11,6 +11,13 @@ Layout, under ``warehouse/<dataset>/search_index/``::
         vectors.usearch     HNSW graph over f16 vectors, keyed like rows.arrow (opened as a view)
         units.npy           f16 vectors of the evidence units of chunks with several (rows' unit_start/unit_count)
         unit_keys.npy       uint64 key of each unit's embedded text (retrieval.units.unit_key), to verify it
+        propositions/       the same files (but docs.arrow) for the dataset's current propositions, when it has any
+
+Propositions (seed 002) are a second collection of the same version: their rows in the
+chunk columns (the statement as ``chunk_text``, its spans as the anchor, the parent's
+type and metadata), their own BM25 statistics and graph, the version's docs.arrow. One
+build writes both and one swap publishes both, so a proposition and its parent chunk are
+always read from the same snapshot, and chunk scores never depend on propositions.
 
 A build writes a new version folder next to the live one and then swaps
 ``CURRENT``: a reader holding the previous version keeps reading it (the previous
@@ -91,6 +98,9 @@ ROW_COLUMNS = (
     "content_hash",
     "chunk_text",
 )
+PROPOSITION_COLUMNS = ("alignment_score", "extractor")
+"""Kept beside :data:`ROW_COLUMNS` in the propositions collection (see :mod:`~codex_pipeline.retrieval.proposition_rows`)."""
+PROPOSITIONS_DIR = "propositions"
 BATCH_ROWS_KEY = b"codex.batch_rows"
 NUM_ROWS_KEY = b"codex.num_rows"
 _URN_CHUNK = re.compile(r"^urn:aprs:chunk:[0-9a-f]{16}$")
@@ -117,6 +127,8 @@ class IndexManifest:
     analyzer: str
     terms_reused: int = 0  # chunks whose analyzed terms were taken over (not analyzed again)
     units: int = 0  # stored evidence-unit vectors (of chunks with several units)
+    propositions: int = 0  # rows of the propositions/ collection (seed 002)
+    proposition_vectors: int = 0
     format_version: str = FORMAT_VERSION
     source: Mapping[str, str] = field(default_factory=dict)  # fingerprint of the inputs
 
@@ -158,6 +170,8 @@ def build_search_index(
     embeddings: pa.Table | None = None,
     units: pa.Table | None = None,
     *,
+    propositions: pa.Table | None = None,
+    proposition_embeddings: pa.Table | None = None,
     embedding_model: str | None = None,
     embedding_version: str | None = None,
     source: Mapping[str, str] | None = None,
@@ -173,14 +187,89 @@ def build_search_index(
     the most common pair) computed from a chunk's exact current text are indexed;
     ``units``: the evidence-unit vectors (``codex.<dataset>_evidence_units``: ``chunk_id``,
     ``partition_date``, ``unit_index``, ``input_hash``, model, version, ``vector``) of that pair.
-    With ``reuse``, the live version's graph is updated instead of rebuilt.
+    ``propositions`` (rows in the chunk columns, see :mod:`~codex_pipeline.retrieval.proposition_rows`) and their
+    ``proposition_embeddings`` (keyed like ``embeddings``) become the ``propositions/`` collection of the same
+    version: same analyzer, same graph parameters, swapped with the chunks in one step.
+    With ``reuse``, the live version's terms and graphs are updated instead of rebuilt.
     """
     t0 = time.perf_counter()
     root.mkdir(parents=True, exist_ok=True)
-    rows, duplicates = _rows(chunks)
+    rows, duplicates = _rows(chunks, ROW_COLUMNS)
     docs = _docs(documents, rows)
-    rows = _link(rows, docs)
     model, version = _pick_model(embeddings, embedding_model, embedding_version)
+    name = f"v-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
+    tmp = root / f".tmp-{name}"
+    tmp.mkdir()
+    try:
+        _write_arrow(docs, tmp / DOCS_FILE, DOCS_PER_BATCH)
+        previous = _live_dir(root) if reuse else None
+        made = _write_collection(tmp, rows, docs, embeddings, units, previous, model, version)
+        props = _CollectionStats()
+        if propositions is not None and propositions.num_rows:
+            prop_rows, _ = _rows(propositions, ROW_COLUMNS + PROPOSITION_COLUMNS)
+            earlier = previous / PROPOSITIONS_DIR if previous is not None else None
+            props = _write_collection(tmp / PROPOSITIONS_DIR, prop_rows, docs, proposition_embeddings, None,
+                                      earlier if earlier is not None and (earlier / MANIFEST_FILE).exists() else None,
+                                      model, version)
+        manifest = IndexManifest(
+            dataset=dataset,
+            version=name,
+            built_at=dt.datetime.now(dt.UTC).isoformat(),
+            chunks=made.rows,
+            documents=docs.num_rows,
+            vectors=made.vectors,
+            missing_vectors=made.rows - made.vectors,
+            duplicate_chunk_ids=duplicates,
+            embedding_model=model,
+            embedding_version=version,
+            dimensions=made.dimensions or props.dimensions,
+            units=made.units,
+            vectors_reused=made.vectors_reused,
+            terms_reused=made.terms_reused,
+            graph=made.graph,
+            build_seconds=round(time.perf_counter() - t0, 3),
+            analyzer=analyzer_id(),
+            propositions=props.rows,
+            proposition_vectors=props.vectors,
+            source=dict(source or {}),
+        )
+        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest.as_dict(), indent=1))
+        if props.rows:
+            collection = {**manifest.as_dict(), "dimensions": props.dimensions, "chunks": props.rows}
+            (tmp / PROPOSITIONS_DIR / MANIFEST_FILE).write_text(json.dumps(collection, indent=1))
+        os.replace(tmp, root / name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _set_current(root, name)
+    _collect(root, keep_versions)
+    return manifest
+
+
+@dataclass(frozen=True)
+class _CollectionStats:
+    rows: int = 0
+    vectors: int = 0
+    dimensions: int = 0
+    units: int = 0
+    vectors_reused: int = 0
+    terms_reused: int = 0
+    graph: str = "none"
+
+
+def _write_collection(
+    folder: Path,
+    rows: pa.Table,
+    docs: pa.Table,
+    embeddings: pa.Table | None,
+    units: pa.Table | None,
+    previous: Path | None,
+    model: str | None,
+    version: str | None,
+) -> _CollectionStats:
+    """rows.arrow, bm25/, the HNSW graph and unit vectors of one collection (chunks, or propositions) in ``folder``."""
+    folder.mkdir(exist_ok=True)
+    rows = _link(rows, docs)
     vectors, has_vector = _vectors(rows, embeddings, model, version)
     rows = rows.append_column("has_vector", pa.array(has_vector))
     unit_rows, unit_emb = _unit_rows(rows, units, model, version)
@@ -191,47 +280,15 @@ def build_search_index(
         starts[unit_rows[first]] = first
         counts[unit_rows[first]] = np.diff(np.r_[first, len(unit_rows)])
     rows = rows.append_column("unit_start", pa.array(starts)).append_column("unit_count", pa.array(counts))
-
-    name = f"v-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
-    tmp = root / f".tmp-{name}"
-    tmp.mkdir()
-    try:
-        _write_arrow(rows, tmp / ROWS_FILE, ROWS_PER_BATCH)
-        _write_arrow(docs, tmp / DOCS_FILE, DOCS_PER_BATCH)
-        previous = _live_dir(root) if reuse else None
-        keys = rows.column("key").to_numpy()
-        hashes = rows.column("content_hash")
-        terms_reused = _write_bm25(tmp / BM25_DIR, rows, previous)
-        _write_units(tmp, units, unit_emb)
-        graph, reused = _write_graph(tmp / VECTORS_FILE, keys[has_vector], hashes.filter(pa.array(has_vector)), vectors, previous, model, version)
-        manifest = IndexManifest(
-            dataset=dataset,
-            version=name,
-            built_at=dt.datetime.now(dt.UTC).isoformat(),
-            chunks=rows.num_rows,
-            documents=docs.num_rows,
-            vectors=int(has_vector.sum()),
-            missing_vectors=int((~has_vector).sum()),
-            duplicate_chunk_ids=duplicates,
-            embedding_model=model,
-            embedding_version=version,
-            dimensions=int(vectors.shape[1]) if vectors.size else 0,
-            units=len(unit_emb),
-            vectors_reused=reused,
-            terms_reused=terms_reused,
-            graph=graph,
-            build_seconds=round(time.perf_counter() - t0, 3),
-            analyzer=analyzer_id(),
-            source=dict(source or {}),
-        )
-        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest.as_dict(), indent=1))
-        os.replace(tmp, root / name)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _set_current(root, name)
-    _collect(root, keep_versions)
-    return manifest
+    _write_arrow(rows, folder / ROWS_FILE, ROWS_PER_BATCH)
+    keys = rows.column("key").to_numpy()
+    hashes = rows.column("content_hash")
+    terms_reused = _write_bm25(folder / BM25_DIR, rows, previous)
+    _write_units(folder, units, unit_emb)
+    graph, reused = _write_graph(folder / VECTORS_FILE, keys[has_vector], hashes.filter(pa.array(has_vector)), vectors,
+                                 previous, model, version)
+    return _CollectionStats(rows.num_rows, int(has_vector.sum()), int(vectors.shape[1]) if vectors.size else 0,
+                            len(unit_emb), reused, terms_reused, graph)
 
 
 def read_manifest(root: Path) -> IndexManifest | None:
@@ -245,9 +302,9 @@ def read_manifest(root: Path) -> IndexManifest | None:
 # -- building ------------------------------------------------------------------------
 
 
-def _rows(chunks: pa.Table) -> tuple[pa.Table, int]:
+def _rows(chunks: pa.Table, columns: tuple[str, ...]) -> tuple[pa.Table, int]:
     """Index columns, a key per chunk, sorted by key; a repeated chunk id keeps its latest day."""
-    table = chunks.select(list(ROW_COLUMNS))
+    table = chunks.select(list(columns))
     table = table.append_column("key", pa.array(chunk_keys(table.column("chunk_id")), pa.uint64()))
     table = table.sort_by([("key", "ascending"), ("partition_date", "descending")])
     keys = table.column("key").to_numpy()

@@ -117,11 +117,6 @@ def analyze_query(text: str, stem: bool = True) -> QueryTerms:
     )
 
 
-def matched_terms(query: str, text: str, stem: bool = True) -> set[str]:
-    """Terms of ``query`` that occur in ``text`` (used to pick the evidence sentence)."""
-    return set(analyze_query(query, stem).all) & set(analyze(text, stem))
-
-
 def sentence_bounds(text: str) -> Sequence[tuple[int, int]]:
     """Sentence-ish stretches of ``text``: split after ``.!?`` + space, and at blank lines and line breaks."""
     out: list[tuple[int, int]] = []

@@ -3,73 +3,62 @@
 A :class:`Retriever` opens each dataset's live index once (memory-mapped) and
 loads the query embedder once, on the first query that needs it; afterwards a
 query costs one embedding, one graph search and one sparse BM25 sum per dataset.
-Before each query it checks (one ``stat`` per dataset) whether a newer index
-version went live and, if so, reopens it: a long-running server sees every
-materialization without a restart.
+
+**Always current.** Before each query it checks whether a dataset's index still holds
+what the warehouse holds (:mod:`~codex_pipeline.retrieval.freshness`): a landing whose
+run did not rebuild the index, a proposition run, or another query embedder makes it
+rebuild the index (incrementally) before answering; when another process is writing
+that index, the live version answers and the results carry a warning
+(:attr:`~codex_pipeline.retrieval.types.SearchResults.warnings`). A newer version made
+live by another process is reopened: a long-running server sees every materialization
+without a restart. ``rebuild=False`` only reopens.
 
 **Only live documents.** The index holds the current corpus as of its build. A
 document retracted since (a tombstone landed, a newer day re-landed it) is
 dropped at query time too: every candidate's ``(doc_id, partition_date)`` is
 checked against ``warehouse/<dataset>/index/documents.parquet``, re-read when that
-file changes. So a hit is never a superseded or deleted chunk, even between a
-landing and the rebuild of the index.
+file changes. So a hit is never a superseded or deleted chunk.
 
-**Fusion.** Each ranking takes the top ``max(k * 5, 50)`` candidates of every
-dataset searched and merges them by score into one list (cosine is comparable
-across datasets; BM25 nearly so: same analyzer, per-dataset IDF). Hybrid ranking
-adds ``1 / (RRF_K + rank)`` per list (reciprocal rank fusion, ``RRF_K = 60`` as in
-Cormack et al. and the LanceDB/Haystack defaults), with one refinement: a BM25
-candidate scoring under :data:`LEXICAL_FLOOR` of the best BM25 score does not vote.
-Without it, a query for a permit number lets every chunk sharing the number's
-common parts (``bp2026``) vote, and a chunk that is 3rd in both lists beat the one
-chunk holding the exact number. Measured on the sample permits and OSHA cases
-(13 permit numbers, 8 statute citations as queries): plain RRF put the right chunk
-first for 10 of 13 and 6 of 8; with the floor and whole-identifier terms
-(:class:`~codex_pipeline.retrieval.lexical.QueryTerms`) the top hit holds the exact
-number or citation for all 21.
+Chunks and propositions (seed 002) are ranked by the same code
+(:func:`~codex_pipeline.retrieval.ranking.rank`) over the two collections of one index.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings import Embedder, make_embedder
-from codex_pipeline.retrieval.context import anchor_spans, context, evidence
+from codex_pipeline.retrieval.corpus import SEARCH_INDEX_DIR, index_root
+from codex_pipeline.retrieval.freshness import IndexKeeper
+from codex_pipeline.retrieval.hits import chunk_hit, cite_units
 from codex_pipeline.retrieval.index import CURRENT_FILE
-from codex_pipeline.retrieval.lexical import analyze_query
+from codex_pipeline.retrieval.propositions import PropositionHit, proposition_hit
+from codex_pipeline.retrieval.query import AnalyzedQuery
+from codex_pipeline.retrieval.ranking import Ranked, Source, acceptor, rank
 from codex_pipeline.retrieval.searcher import SearchIndex
-from codex_pipeline.retrieval.types import Context, Filters, Hit, SearchMode, Span
-from codex_pipeline.retrieval.units import UnitVectors, best_units, bridges
+from codex_pipeline.retrieval.types import Filters, Hit, SearchMode, SearchResults
+from codex_pipeline.retrieval.units import UnitVectors
 from codex_pipeline.warehouse.storage import Warehouse
-
-SEARCH_INDEX_DIR = "search_index"
-RRF_K = 60
-CANDIDATES_MIN = 50
-CANDIDATES_PER_K = 5
-LEXICAL_FLOOR = 0.5
-"""In hybrid mode a BM25 candidate votes only if it scores at least this share of the best BM25 score."""
-
-
-def index_root(wh: Warehouse, dataset: str) -> Path:
-    """``warehouse/<dataset>/search_index``."""
-    return wh.table_dir(dataset, SEARCH_INDEX_DIR)
 
 
 def indexed_datasets(wh: Warehouse) -> list[str]:
     """Datasets with a live search index, by name."""
     base = wh.root / "warehouse"
     return sorted(p.parent.parent.name for p in base.glob(f"*/{SEARCH_INDEX_DIR}/{CURRENT_FILE}")) if base.is_dir() else []
+
+
+def chunked_datasets(wh: Warehouse) -> list[str]:
+    """Datasets with chunk partitions (an index can be built for them)."""
+    base = wh.root / "warehouse"
+    return sorted(d.name for d in base.iterdir() if wh.has_files(d.name, "chunks")) if base.is_dir() else []
 
 
 class IndexMissing(LookupError):
@@ -87,9 +76,11 @@ class _Open:
 class Retriever:
     """Search the current corpus of one or more datasets.
 
-    ``datasets``: names to search (default: every dataset with an index).
-    ``embedder``: the query embedder (default: :func:`make_embedder` of ``embedder_kind``,
-    i.e. ``$CODEX_EMBEDDER``), created on the first vector or hybrid query.
+    ``datasets``: names to search (default: every dataset with an index or with chunks).
+    ``embedder``: the query embedder (default: :func:`make_embedder` of ``embedder_kind``, which
+    the caller reads from its configuration), created on the first vector or hybrid query.
+    ``rebuild``: rebuild a stale index before searching it (default); False searches the
+    indexes as they are.
     """
 
     def __init__(
@@ -98,17 +89,20 @@ class Retriever:
         datasets: Iterable[str] | None = None,
         *,
         embedder: Embedder | None = None,
-        embedder_kind: str | None = None,
+        embedder_kind: str = "local",
         evidence_units: bool = True,
+        rebuild: bool = True,
     ) -> None:
         self.warehouse = Warehouse(data_dir)
         self.evidence_units = evidence_units  # vector/hybrid: evidence is each hit's best unit (retrieval.units)
+        self.rebuild = rebuild
         self._unit_vectors: UnitVectors | None = None
         self._names = list(datasets) if datasets else None
         self._embedder = embedder
         self._embedder_kind = embedder_kind
         self._open: dict[str, _Open] = {}
-        self._propositions: Any = None  # retrieval.propositions.PropositionSearch, made on first use
+        self._keeper = IndexKeeper(self.warehouse)
+        self.warnings: dict[str, str] = {}  # per dataset, from the last refresh
         self.refresh()
 
     @property
@@ -128,9 +122,16 @@ class Retriever:
     # -- keeping current ----------------------------------------------------------------
 
     def refresh(self) -> None:
-        """(Re)open indexes whose live version changed; pick up documents.parquet changes."""
-        names = self._names if self._names is not None else indexed_datasets(self.warehouse)
+        """Rebuild stale indexes (when ``rebuild``), (re)open those whose live version changed, re-read live documents."""
+        self.warnings = {}
+        names = self._names if self._names is not None else sorted(set(indexed_datasets(self.warehouse))
+                                                                   | set(chunked_datasets(self.warehouse)))
+        wanted = (self._embedder.model, self._embedder.version) if self._embedder is not None else None
         for name in names:
+            if self.rebuild:
+                warning = self._keeper.check(name, wanted)
+                if warning:
+                    self.warnings[name] = warning
             root = index_root(self.warehouse, name)
             stamp = _stamp(root / CURRENT_FILE)
             if stamp is None:
@@ -168,83 +169,37 @@ class Retriever:
         k: int = 10,
         mode: SearchMode | str = SearchMode.HYBRID,
         filters: Filters | None = None,
-    ) -> list[Hit]:
+    ) -> SearchResults[Hit]:
         """The ``k`` best chunks of the current corpus for ``query``."""
-        mode = SearchMode(mode)
-        filters = filters or Filters()
-        self.refresh()
-        names = [n for n in self.datasets if not filters.datasets or n in filters.datasets]
-        unknown = filters.datasets - set(self.datasets)
-        if unknown:
-            raise IndexMissing(f"no search index for {', '.join(sorted(unknown))}; indexed: {', '.join(self.datasets) or 'none'}")
+        mode, filters = SearchMode(mode), filters or Filters()
+        names = self._searched(filters)
         if k <= 0 or not names or not query.strip():
-            return []
-        want = max(k * CANDIDATES_PER_K, CANDIDATES_MIN) if mode is SearchMode.HYBRID else k
-        terms = analyze_query(query).resolve(_Vocabulary([self._open[n].index for n in names]))
-        qvec = self._query_vector(query, names) if mode is not SearchMode.BM25 else None
-        found: dict[str, list[tuple[float, str, int]]] = {"bm25": [], "vector": []}
-        for name in names:
-            held = self._open[name]
-            mask = held.index.mask(filters)
-            accept = self._acceptor(held, filters)
-            if mode is not SearchMode.VECTOR:
-                found["bm25"] += [(c.score, name, c.row) for c in held.index.bm25_candidates(terms, want, mask, accept)]
-            if mode is not SearchMode.BM25 and qvec is not None:
-                found["vector"] += [(c.score, name, c.row) for c in held.index.vector_candidates(qvec, want, mask, accept)]
-        scored: dict[tuple[str, int], float] = {}
-        ranks: dict[tuple[str, int], dict[str, int]] = {}
-        for kind, cands in found.items():
-            cands.sort(key=lambda c: (-c[0], c[1], c[2]))
-            if kind == "bm25" and mode is SearchMode.HYBRID and cands:
-                floor = LEXICAL_FLOOR * cands[0][0]
-                cands = [c for c in cands if c[0] >= floor]
-            for rank, (score, name, row) in enumerate(cands[:want], 1):
-                key = (name, row)
-                ranks.setdefault(key, {})[kind] = rank
-                scored[key] = scored.get(key, 0.0) + 1.0 / (RRF_K + rank) if mode is SearchMode.HYBRID else score
-        ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
-        if qvec is not None and self.evidence_units:
-            return self._unit_hits(ordered[:k], qvec, query, scored, ranks, k)  # order kept: units pick evidence
-        best = ordered[:k]
-        return [self._hit(name, row, scored[(name, row)], query, ranks[(name, row)]) for name, row in best]
-
-    def _unit_hits(self, pool: list[tuple[str, int]], qvec: np.ndarray, query: str,
-                   scored: dict[tuple[str, int], float], ranks: dict[tuple[str, int], dict[str, int]],
-                   k: int) -> list[Hit]:
-        """The hits of ``pool`` in their ranked order, each citing its best evidence unit (retrieval.units)."""
-        if self._unit_vectors is None:
-            embedder = self.embedder
-            self._unit_vectors = UnitVectors(lambda texts: embedder.embed(texts).vectors)
-        hits = [self._hit(name, row, scored[(name, row)], query, ranks[(name, row)]) for name, row in pool]
-        indexes = [self._open[name].index for name, _ in pool]
-        texts = [index.canonical_text(int(index.row(row)["doc_row"])) for index, (_, row) in zip(indexes, pool)]
-        have = [i for i, t in enumerate(texts) if t is not None]
-        found = best_units([(texts[i] or "", hits[i].spans, dict(hits[i].metadata), bridges(dict(hits[i].metadata)))
-                            for i in have], qvec, self._unit_vectors, query,
-                           stored=[indexes[i].stored_units(pool[i][1]) for i in have])
-        unit = dict(zip(have, found))
-        out = []
-        for i in range(min(k, len(hits))):
-            hit = hits[i]
-            if i in unit and unit[i][0]:
-                spans, text = unit[i][0], texts[i] or ""
-                hit = dataclasses.replace(hit, evidence=spans, evidence_text=tuple(text[s:e] for s, e in spans))
-            out.append(hit)
-        return out
+            return SearchResults([], self._warnings_for(names))
+        q = AnalyzedQuery.of(query, self._query_vector(query, names) if mode is not SearchMode.BM25 else None)
+        sources = [Source(n, self._open[n].index, self._open[n].live) for n in names]
+        ranked = rank(q, sources, k, mode, filters)
+        indexes = [self._open[r.dataset].index for r in ranked]
+        hits = [chunk_hit(r.dataset, index, r, q) for r, index in zip(ranked, indexes)]
+        if q.vector is not None and self.evidence_units:  # order kept: units pick evidence
+            hits = cite_units(hits, indexes, [r.row for r in ranked], q, self._units())
+        return SearchResults(hits, self._warnings_for(names))
 
     def search_propositions(
         self, query: str, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID, filters: Filters | None = None
-    ) -> list[Any]:
+    ) -> SearchResults[PropositionHit]:
         """The ``k`` best propositions (seed 002) of the current corpus, each with its spans and parent chunk.
 
-        Returns :class:`~codex_pipeline.retrieval.propositions.PropositionHit`; ``filters.chunk_types`` applies
-        to the parent chunk.
+        Ranked exactly as :meth:`search` ranks chunks; ``filters.chunk_types`` and ``filters.metadata`` apply to
+        each proposition's parent chunk.
         """
-        from codex_pipeline.retrieval.propositions import PropositionSearch
-
-        if self._propositions is None:
-            self._propositions = PropositionSearch(self.warehouse)
-        return self._propositions.search(query, k, SearchMode(mode), filters or Filters(), lambda: self.embedder)
+        mode, filters = SearchMode(mode), filters or Filters()
+        names = [n for n in self._searched(filters) if self._open[n].index.propositions is not None]
+        if k <= 0 or not names or not query.strip():
+            return SearchResults([], self._warnings_for(names))
+        q = AnalyzedQuery.of(query, self._query_vector(query, names) if mode is not SearchMode.BM25 else None)
+        sources = [Source(n, self._propositions(n), self._open[n].live) for n in names]
+        ranked = rank(q, sources, k, mode, filters)
+        return SearchResults([self._proposition_hit(r) for r in ranked], self._warnings_for(names))
 
     def get(self, chunk_id: str, dataset: str | None = None) -> Hit | None:
         """The live chunk with this id (point lookup: a binary search per dataset), or None."""
@@ -254,13 +209,40 @@ class Retriever:
             if held is None:
                 continue
             row = held.index.row_of(chunk_id)
-            if row is not None and self._acceptor(held, Filters())(row):
-                return self._hit(name, row, 1.0, "", {})
+            if row is not None and acceptor(held.index, held.live, Filters())(row):
+                return chunk_hit(name, held.index, Ranked(name, row, 1.0, {}), None)
         return None
 
     # -- helpers ------------------------------------------------------------------------
 
+    def _searched(self, filters: Filters) -> list[str]:
+        """Refresh, then the datasets ``filters`` asks for (all open ones by default)."""
+        self.refresh()
+        unknown = filters.datasets - set(self.datasets)
+        if unknown:
+            raise IndexMissing(f"no search index for {', '.join(sorted(unknown))}; indexed: {', '.join(self.datasets) or 'none'}")
+        return [n for n in self.datasets if not filters.datasets or n in filters.datasets]
+
+    def _warnings_for(self, names: Sequence[str]) -> list[str]:
+        return [self.warnings[n] for n in sorted(self.warnings) if n in names or not names]
+
+    def _propositions(self, name: str) -> SearchIndex:
+        props = self._open[name].index.propositions
+        assert props is not None
+        return props
+
+    def _proposition_hit(self, r: Ranked) -> PropositionHit:
+        return proposition_hit(r.dataset, self._open[r.dataset].index, self._propositions(r.dataset), r.row, r.score,
+                               r.ranks)
+
+    def _units(self) -> UnitVectors:
+        if self._unit_vectors is None:
+            embedder = self.embedder
+            self._unit_vectors = UnitVectors(lambda texts: embedder.embed(texts).vectors)
+        return self._unit_vectors
+
     def _query_vector(self, query: str, names: Sequence[str]) -> np.ndarray | None:
+        """The query's embedding by the indexes' model; None when no searched index holds vectors."""
         wanted = {(self._open[n].index.manifest.embedding_model, self._open[n].index.manifest.embedding_version) for n in names}
         wanted.discard((None, None))
         if not wanted:
@@ -270,71 +252,9 @@ class Retriever:
             have = ", ".join(f"{m} {v}" for m, v in sorted(wanted, key=str))
             raise ValueError(
                 f"the query embedder is {embedder.model} {embedder.version}, the indexes hold {have}: "
-                "query with the model the embeddings were made with (CODEX_EMBEDDER), or use --mode bm25"
+                "query with the model the embeddings were made with, or use --mode bm25"
             )
         return np.asarray(embedder.embed([query]).vectors[0], np.float32)
-
-    def _acceptor(self, held: _Open, filters: Filters) -> Callable[[int], bool]:
-        rows = held.index.rows
-        live = held.live
-        doc_col, day_col, meta_col = rows.column("doc_id"), rows.column("partition_date"), rows.column("metadata")
-        wanted_meta = dict(filters.metadata)
-
-        def accept(row: int) -> bool:
-            if live is not None and (doc_col[row].as_py(), day_col[row].as_py()) not in live:
-                return False
-            if wanted_meta:
-                raw = meta_col[row].as_py()
-                meta = json.loads(raw) if raw else {}
-                return all(meta.get(key) == value for key, value in wanted_meta.items())
-            return True
-
-        return accept
-
-    def _hit(self, name: str, row: int, score: float, query: str, ranks: dict[str, int]) -> Hit:
-        index = self._open[name].index
-        r = index.row(row)
-        text = index.canonical_text(int(r["doc_row"]))
-        spans = anchor_spans(str(r["evidence_anchor"]))
-        lo, hi = int(r["family_start"]), int(r["family_end"])
-        chunk_text = str(r["chunk_text"])
-        parent: str | None = r["parent_chunk_id"]
-        ctx = Context("", "", parent, (0, 0), 0)
-        evidence_spans: tuple[Span, ...] = spans
-        evidence_text: tuple[str, ...] = ()
-        if text is not None:  # else the document's text is missing from the index: cite the chunk only
-            ctx = context(text, spans, (lo, hi) if lo >= 0 else None, parent)
-            evidence_spans = evidence(query, text, spans, chunk_text)
-            evidence_text = tuple(text[s:e] for s, e in evidence_spans)
-        meta: dict[str, Any] = json.loads(str(r["metadata"])) if r["metadata"] else {}
-        return Hit(
-            dataset=name,
-            doc_id=str(r["doc_id"]),
-            chunk_id=str(r["chunk_id"]),
-            chunk_type=str(r["chunk_type"]),
-            score=float(score),
-            spans=spans,
-            text=chunk_text,
-            locator=str(r["locator"]),
-            partition_date=r["partition_date"],
-            context=ctx,
-            evidence=evidence_spans,
-            evidence_text=evidence_text,
-            section_id=str(r["section_id"]),
-            parent_chunk_id=parent,
-            metadata=meta,
-            ranks=ranks,
-        )
-
-
-class _Vocabulary:
-    """A term is known when any of the searched indexes holds it (one decision for all datasets)."""
-
-    def __init__(self, indexes: Sequence[SearchIndex]) -> None:
-        self.indexes = indexes
-
-    def __contains__(self, term: object) -> bool:
-        return isinstance(term, str) and any(i.knows(term) for i in self.indexes)
 
 
 def _one_thread_per_query(embedder: Embedder) -> None:

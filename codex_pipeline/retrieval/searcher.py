@@ -39,6 +39,7 @@ from codex_pipeline.retrieval.index import (
     FORMAT_VERSION,
     MANIFEST_FILE,
     NUM_ROWS_KEY,
+    PROPOSITIONS_DIR,
     ROWS_FILE,
     UNIT_KEYS_FILE,
     UNITS_FILE,
@@ -208,18 +209,19 @@ class Candidate:
 
 
 class SearchIndex:
-    """A live index version of one dataset, opened read-only."""
+    """A live index version of one dataset, opened read-only: its chunks, and its propositions as a second
+    :class:`SearchIndex` (``propositions``, None when the dataset has none) sharing the version's documents."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, shared: SearchIndex | None = None) -> None:
         self.folder = folder
-        self.manifest = IndexManifest.from_dict(json.loads((folder / MANIFEST_FILE).read_text()))
+        self.manifest: IndexManifest = shared.manifest if shared else IndexManifest.from_dict(json.loads((folder / MANIFEST_FILE).read_text()))
         if not self.manifest.current_format:
             raise IndexOutdated(
                 f"{folder}: index format {self.manifest.format_version}, analyzer {self.manifest.analyzer}; this "
                 f"Codex reads format {FORMAT_VERSION} and analyzes queries with {analyzer_id()} (is PyStemmer installed "
-                f"on one side only?): rematerialize [{self.manifest.dataset}, search_index] (`codex search` rebuilds it)"
+                f"on one side only?): rematerialize [{self.manifest.dataset}, search_index] (a `Retriever` search rebuilds it)"
             )
-        self.docs = _Batches(folder / DOCS_FILE)
+        self.docs: _Batches = shared.docs if shared else _Batches(folder / DOCS_FILE)
         self.rows = RowTable(folder / ROWS_FILE, self.docs.read_columns(["doc_id"]).column(0).combine_chunks())
         self.keys = self.rows.keys
         self.bm25 = Bm25(folder / BM25_DIR) if (folder / BM25_DIR).exists() else None
@@ -231,6 +233,8 @@ class SearchIndex:
         have_units = (folder / UNITS_FILE).exists()
         self.units = _NpyRows(folder / UNITS_FILE) if have_units else None  # read per hit, never mapped
         self.unit_keys = _NpyRows(folder / UNIT_KEYS_FILE) if have_units else None
+        sub = folder / PROPOSITIONS_DIR
+        self.propositions = SearchIndex(sub, shared=self) if shared is None and (sub / ROWS_FILE).exists() else None
 
     @classmethod
     def open_live(cls, root: Path) -> SearchIndex | None:

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 Span = tuple[int, int]
 """A character range ``[start, end)`` of a document's canonical text."""
@@ -83,13 +83,26 @@ class Hit:
         return out
 
 
+T = TypeVar("T")
+
+
+class SearchResults(list[T], Generic[T]):
+    """Hits, best first, and ``warnings``: what the caller should know about how they were found (e.g. a
+    dataset's index was out of date and could not be rebuilt, so its last good version answered)."""
+
+    def __init__(self, hits: Iterable[T] = (), warnings: Iterable[str] = ()) -> None:
+        super().__init__(hits)
+        self.warnings: tuple[str, ...] = tuple(warnings)
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which chunks may be returned. Empty fields filter nothing.
 
     ``metadata`` is equality on keys of the chunk's ``metadata`` JSON (e.g.
     ``{"speaker": "Mayor Lee"}``); ``date_from`` / ``date_to`` bound the partition
-    date of the document's current version, both inclusive.
+    date of the document's current version, both inclusive. For a proposition,
+    ``chunk_types`` and ``metadata`` are its parent chunk's.
     """
 
     datasets: frozenset[str] = frozenset()

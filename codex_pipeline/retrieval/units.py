@@ -9,8 +9,8 @@ query plus :data:`LEXICAL_WEIGHT` times the IDF-weighted share of the query's wo
 holds (:func:`lexical_shares`); the hit's ``evidence`` is its best unit's spans (for
 the top two hits, with the better neighbour unit when it scores almost as well);
 ``spans``, the parent and the context stay the chunk's. The ranking itself is the
-chunk ranking, unchanged (:func:`fuse`, a re-ranking by unit score, moved exact
-permit-number matches down and is not used).
+chunk ranking, unchanged (a re-ranking by unit score moved exact permit-number
+matches down).
 
 **Vectors are made once, at embedding time.** The embeddings step embeds the units of
 every chunk with more than one unit (``codex.<dataset>_evidence_units``, reused by
@@ -52,15 +52,14 @@ from typing import Any
 import numpy as np
 
 from codex_pipeline.core.tokens import count_tokens_batch
-from codex_pipeline.retrieval.lexical import analyze, analyze_query, sentence_bounds
+from codex_pipeline.retrieval.lexical import analyze, sentence_bounds
+from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.types import Span
 
 UNIT_TOKENS = 128
 LEXICAL_WEIGHT = 0.5  # see best_units and the module docstring
 NEIGHBOUR_RANKS = 2  # the top hits whose evidence may take a neighbour unit (see best_units)
 NEIGHBOUR_MARGIN = 0.2  # ... when it scores within this of the best unit
-UNIT_POOL = 3  # candidates re-ranked per requested hit
-RRF_K = 60
 CACHE_SIZE = 50_000
 UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=2;join=space;chunk=len-weighted-mean;single=prefixed"
 """The unit recipe (budget, sentence rule, context prefix, joining, how a chunk's vector pools its
@@ -212,9 +211,8 @@ StoredUnits = tuple[np.ndarray, np.ndarray]
 
 def best_units(
     candidates: Sequence[tuple[str, Sequence[Span], str | dict[str, Any] | None, bool]],
-    query_vector: np.ndarray,
+    query: AnalyzedQuery,
     vectors: UnitVectors,
-    query: str = "",
     lexical_weight: float = LEXICAL_WEIGHT,
     stored: Sequence[StoredUnits | None] | None = None,
     neighbour_ranks: int = NEIGHBOUR_RANKS,
@@ -246,7 +244,9 @@ def best_units(
     """
     units = [chunk_units(text, spans, meta) for text, spans, meta, _ in candidates]
     bodies = [" ".join(text[s:e] for s, e in u) for (text, _, _, _), cu in zip(candidates, units) for u in cu.pieces]
-    q = query_vector / (np.linalg.norm(query_vector) or 1.0)
+    if query.vector is None:
+        raise ValueError("best_units needs the query's vector (AnalyzedQuery.of(text, vector))")
+    q = query.vector / (np.linalg.norm(query.vector) or 1.0)
     sims = np.zeros(len(bodies))
     need: list[int] = []
     need_texts: list[str] = []
@@ -263,7 +263,7 @@ def best_units(
         at += n
     if need_texts:
         sims[need] = _cosines(vectors.vectors(need_texts), q)
-    if query and lexical_weight and bodies:
+    if not query.empty and lexical_weight and bodies:
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies))
     out: list[tuple[Unit, float]] = []
     at = 0
@@ -286,14 +286,14 @@ def _cosines(vecs: np.ndarray, unit_query: np.ndarray) -> np.ndarray:
     return vecs @ unit_query / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12)
 
 
-def lexical_shares(query: str, texts: Sequence[str]) -> list[float]:
+def lexical_shares(query: AnalyzedQuery | str, texts: Sequence[str]) -> list[float]:
     """Per text: the share of the query's terms it holds, each term weighted by its IDF among ``texts``.
 
     ``log(1 + N / df)``: a word every candidate unit holds (the meeting's topic, the
     list's name) counts little, a word only one unit holds counts most. 0.0 when the
     query has no term any text holds.
     """
-    wanted = set(analyze_query(query).all)
+    wanted = (query if isinstance(query, AnalyzedQuery) else AnalyzedQuery.of(query)).matched
     if not wanted:
         return [0.0] * len(texts)
     held = [wanted & set(analyze(t)) for t in texts]
@@ -301,11 +301,3 @@ def lexical_shares(query: str, texts: Sequence[str]) -> list[float]:
     idf = {t: math.log(1.0 + len(texts) / df[t]) for t in df}
     total = sum(idf.values()) + math.log(2.0) * len(wanted - set(df))  # a term no unit holds still counts
     return [sum(idf[t] for t in h) / total if total else 0.0 for h in held]
-
-
-def fuse(order: Sequence[int], unit_scores: Sequence[float]) -> list[int]:
-    """Candidate positions re-ranked by chunk rank + best-unit rank (reciprocal rank fusion)."""
-    by_unit = sorted(range(len(unit_scores)), key=lambda i: (-unit_scores[i], i))
-    unit_rank = {i: r for r, i in enumerate(by_unit, 1)}
-    score = {i: 1.0 / (RRF_K + r) + 1.0 / (RRF_K + unit_rank[i]) for r, i in enumerate(order, 1)}
-    return sorted(order, key=lambda i: (-score[i], i))

@@ -7,6 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
+from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.units import (
     UnitVectors,
     best_units,
@@ -60,7 +61,7 @@ def test_a_unit_is_embedded_without_the_markup_between_its_sentences_but_cited_a
         "We also thank the volunteers who cleaned the park."
     ]
     rec = Recorder()
-    (unit, _), = best_units([(TURNS, spans, meta, True)], np.ones(16, np.float32), UnitVectors(rec))
+    (unit, _), = best_units([(TURNS, spans, meta, True)], AnalyzedQuery.of("", np.ones(16, np.float32)), UnitVectors(rec))
     assert rec.seen == []  # one unit: it is the evidence, nothing to embed
     assert unit == ((spans[0][0], spans[1][1]),)  # one stretch of the file, header of the second turn included
 
@@ -83,13 +84,13 @@ def test_stored_unit_vectors_are_used_when_their_keys_match_and_embedded_otherwi
     vecs = np.eye(16, dtype=np.float32)[[0 if i == answer else 1 for i in range(len(units.texts))]]
     keys = np.array([unit_key(t) for t in units.texts], np.uint64)
     rec = Recorder()
-    (unit, score), = best_units([(text, [(0, len(text))], None, False)], q, UnitVectors(rec), stored=[(keys, vecs)])
+    (unit, score), = best_units([(text, [(0, len(text))], None, False)], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(keys, vecs)])
     assert rec.seen == []  # every vector came from the store
     start = text.index("The Flint Hills")
     assert any(s <= start < e for s, e in unit) and score == 1.0
     stale = keys.copy()
     stale[0] += np.uint64(1)  # made from another text: not trusted
-    best_units([(text, [(0, len(text))], None, False)], q, UnitVectors(rec), stored=[(stale, vecs)])
+    best_units([(text, [(0, len(text))], None, False)], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(stale, vecs)])
     assert rec.seen == units.texts
 
 
@@ -101,8 +102,8 @@ def test_the_unit_naming_the_rare_query_words_wins_when_cosines_tie() -> None:
     cands: list = [(text, [(0, len(text))], None, False)]
     q = np.ones(16, np.float32)
     # neighbour_ranks=0: the unit chosen, without the neighbour a top hit may add
-    (by_cosine, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query, lexical_weight=0.0, neighbour_ranks=0)
-    (hybrid, _), = best_units(cands, q, UnitVectors(Recorder(same=True)), query, neighbour_ranks=0)
+    (by_cosine, _), = best_units(cands, AnalyzedQuery.of(query, q), UnitVectors(Recorder(same=True)), lexical_weight=0.0, neighbour_ranks=0)
+    (hybrid, _), = best_units(cands, AnalyzedQuery.of(query, q), UnitVectors(Recorder(same=True)), neighbour_ranks=0)
     answer = text.index("The Flint Hills")
     assert not any(s <= answer < e for s, e in by_cosine)  # a tie goes to the first unit
     assert any(s <= answer < e for s, e in hybrid)
@@ -140,7 +141,7 @@ def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well() -> None
     vecs = np.stack([_unit_vector(c) for c in cosines])
     cand = (text, [(0, len(text))], None, False)
     rec = Recorder()
-    got = best_units([cand] * 3, q, UnitVectors(rec), stored=[(keys, vecs)] * 3, neighbour_ranks=2)
+    got = best_units([cand] * 3, AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(keys, vecs)] * 3, neighbour_ranks=2)
     assert rec.seen == []
     two = cite(text, units.pieces[best] + units.pieces[best + 1])
     one = cite(text, units.pieces[best])
@@ -148,5 +149,5 @@ def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well() -> None
     assert [score for _, score in got] == pytest.approx([1.0, 1.0, 1.0])  # the score stays the best unit's
     cosines[best + 1] = 0.5  # a neighbour well below the best stays out
     vecs = np.stack([_unit_vector(c) for c in cosines])
-    (unit, _), = best_units([cand], q, UnitVectors(rec), stored=[(keys, vecs)])
+    (unit, _), = best_units([cand], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(keys, vecs)])
     assert unit == one

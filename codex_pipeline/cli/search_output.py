@@ -1,0 +1,78 @@
+"""How ``codex search`` prints hits: one ``key=value`` line per hit (easy to grep and parse), then detail lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from codex_pipeline.retrieval import Hit, PropositionHit
+
+PREVIEW_CHARS = 240
+CONTEXT_CHARS = 100
+
+
+def print_hits(hits: Sequence[Hit], as_json: bool, searched: Sequence[str]) -> None:
+    """Chunk hits: score and ids, then locator, evidence span and text, and a short context."""
+    if as_json:
+        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=1))
+        return
+    for i, hit in enumerate(hits, 1):
+        print(render_hit(i, hit))
+    if not hits:
+        print(f"  (no hits in {', '.join(searched) or 'any dataset: no search index yet'})")
+
+
+def print_proposition_hits(hits: Sequence[PropositionHit], as_json: bool) -> None:
+    """Proposition hits: score and ids, then the statement, its evidence spans and its parent chunk."""
+    if as_json:
+        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=1))
+        return
+    for i, h in enumerate(hits, 1):
+        print(render_proposition(i, h))
+    if not hits:
+        print("  (no propositions: materialize [dataset, propositions] for a dataset that opts in)")
+
+
+def print_warnings(warnings: Sequence[str]) -> None:
+    for w in warnings:
+        print(f"codex search: warning: {w}", file=sys.stderr)
+
+
+def render_hit(i: int, hit: Hit) -> str:
+    ranks = ",".join(f"{k}:{v}" for k, v in sorted(hit.ranks.items()))
+    evidence = "; ".join(f"[{s}:{e}]" for s, e in hit.evidence) or "-"
+    ev_text = _flat(" … ".join(hit.evidence_text)) or _flat(hit.text)
+    before = _flat(hit.context.before)[-CONTEXT_CHARS:]
+    after = _flat(hit.context.after)[:CONTEXT_CHARS]
+    lines = [
+        f"score={hit.score:.4f} rank={i} dataset={hit.dataset} chunk_type={hit.chunk_type} "
+        f"partition_date={hit.partition_date.isoformat()} doc_id={hit.doc_id} section_id={hit.section_id} "
+        f"chunk_id={hit.chunk_id} ranks={ranks or '-'}",
+        f"    locator:  {hit.locator}",
+        f"    evidence: {evidence} {_preview(ev_text)}",
+    ]
+    if before or after:
+        lines.append(f"    context:  …{before} ⟦hit⟧ {after}…")
+    return "\n".join(lines)
+
+
+def render_proposition(i: int, h: PropositionHit) -> str:
+    ranks = ",".join(f"{k}:{v}" for k, v in sorted(h.ranks.items())) or "-"
+    spans = "; ".join(f"[{s}:{e}]" for s, e in h.spans) or "unaligned"
+    return "\n".join([
+        f"score={h.score:.4f} rank={i} dataset={h.dataset} proposition_id={h.proposition_id} "
+        f"parent_chunk_id={h.parent_chunk_id} doc_id={h.doc_id} partition_date={h.partition_date.isoformat()} "
+        f"extractor={h.extractor} ranks={ranks}",
+        f"    proposition: {h.text}",
+        f"    evidence: {spans} alignment={h.alignment_score if h.alignment_score is not None else '-'}",
+        f"    parent ({h.parent_chunk_type}): {_preview(_flat(h.parent_text))}",
+    ])
+
+
+def _preview(text: str) -> str:
+    return f"{text[:PREVIEW_CHARS]}{'…' if len(text) > PREVIEW_CHARS else ''}"
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
