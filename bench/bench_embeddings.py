@@ -172,6 +172,7 @@ def bench_openai(repeat: int, latency_ms: float, concurrencies: list[int], batch
     import openai
 
     from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
+    from codex_pipeline.transport import OpenAIConnection
 
     key = "sk-bench-not-a-real-key"
     proc, url = start_server(latency_ms, key)
@@ -184,7 +185,7 @@ def bench_openai(repeat: int, latency_ms: float, concurrencies: list[int], batch
     try:
         for c in concurrencies:
             ceiling = c / (latency_ms / 1000)
-            emb = OpenAIEmbedder(api_key=key, base_url=url, max_concurrency=c, max_batch_inputs=batch)
+            emb = OpenAIEmbedder(connection=OpenAIConnection(key, url, max_concurrency=c), max_batch_inputs=batch)
             emb.embed(texts[: batch * c * 2])  # warm-up: connections
             codex_s = best(lambda: emb.embed(texts), repeat)
             emb.close()

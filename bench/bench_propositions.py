@@ -100,11 +100,12 @@ def start_server(latency_ms: float, key: str) -> tuple[subprocess.Popen[str], st
 
 def bench_openai(inputs: list[ChunkInput], repeat: int, latency_ms: float, n_batches: int) -> dict[str, float]:
     from codex_pipeline.propositions.openai_chat import OpenAIChatExtractor
+    from codex_pipeline.transport import OpenAIConnection
 
     key = "sk-bench-not-a-real-key"
     proc, url = start_server(latency_ms, key)
     try:
-        ex = OpenAIChatExtractor(api_key=key, base_url=url)  # the defaults: concurrency 4, 8 chunks per request
+        ex = OpenAIChatExtractor(connection=OpenAIConnection(key, url))  # the defaults: concurrency 4, 8 chunks per request
         sample = (inputs * (1 + n_batches * ex.max_batch_chunks // max(1, len(inputs))))[: n_batches * ex.max_batch_chunks]
         batches = len(ex._batches(sample))
         ex.extract(sample[: ex.max_batch_chunks * ex.max_concurrency])  # warm-up: connections

@@ -15,12 +15,13 @@ from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
 from codex_pipeline.cli.search_command import add_search_command
 from codex_pipeline.cli.validate_command import add_validate_command
-from codex_pipeline.datasets.days import DayError, check_days
+from codex_pipeline.datasets.days import DayError, check_days, partitions_start
 from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, sweep_temp_files
 
+DATA_DIR_ENV = "CODEX_DATA_DIR"
 COUNTS_SQL = """\
 SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
        median(token_count)::INT AS p50_tokens, max(token_count) AS max_tokens
@@ -53,8 +54,8 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
     from codex_pipeline.defs import defs
     from codex_pipeline.defs.run_hygiene import local_run_tags, sigterm_kept, sweep_dead_runs
 
-    if data_dir:
-        os.environ["CODEX_DATA_DIR"] = data_dir
+    if data_dir:  # the code location's warehouse resource reads it
+        os.environ[DATA_DIR_ENV] = data_dir
     job = defs.resolve_job_def("codex_all")
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     swept = sweep_dead_runs(instance)  # runs killed earlier must not hold pool slots
@@ -86,7 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     copied = install_sample_landing(wh)
     print(f"data dir: {wh.root} ({len(copied)} sample landing folders installed)")
     try:
-        days = check_days(args.days) if args.days else sample_days()
+        days = check_days(args.days, start=partitions_start(os.environ)) if args.days else sample_days()
     except DayError as exc:
         print(f"codex: {exc}", file=sys.stderr)
         return 2
@@ -127,7 +128,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_materialize(args: argparse.Namespace) -> int:
     try:
-        days = check_days(args.days)
+        days = check_days(args.days, start=partitions_start(os.environ))
     except DayError as exc:
         print(f"codex: {exc}", file=sys.stderr)
         return 2
@@ -149,7 +150,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codex", description=__doc__)
-    p.add_argument("--data-dir", default=None, help="data directory (default: $CODEX_DATA_DIR or ./data)")
+    p.add_argument("--data-dir", default=os.environ.get(DATA_DIR_ENV) or None,
+                   help="data directory (default: $CODEX_DATA_DIR or ./data)")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="install the sample landing data, run every asset for the sample days, show results")
     d.add_argument("--days", nargs="*", help="partition days (default: all sample days)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 import tempfile
 import time
@@ -81,9 +82,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[Any], data_dir: Path) -> int:
     wh = Warehouse(data_dir)
-    day = partitions_start()
+    day = partitions_start(os.environ)
     t0 = time.perf_counter()
-    from codex_pipeline.embeddings import configured_kind
+    from codex_pipeline.defs.environment import configured_kind
 
     kind = (args.embedder or configured_kind()).strip().lower()
     if not (args.no_materialize and args.work_dir is not None):

@@ -3,7 +3,7 @@
 The partitions are the days from ``$CODEX_PARTITIONS_START`` (default
 2026-11-01) to yesterday, UTC: a day becomes a partition once it is over, the
 rule of Dagster's ``DailyPartitionsDefinition`` that ``defs.partitions`` builds
-from :func:`partitions_start`. Checking a day here first lets the CLI answer a
+from :func:`partitions_start`, handed the environment by the edge. Checking a day here first lets the CLI answer a
 bad argument with one line naming the valid range instead of a
 ``DagsterUnknownPartitionError`` traceback.
 """
@@ -11,7 +11,6 @@ bad argument with one line naming the valid range instead of a
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from collections.abc import Iterable, Mapping
 
@@ -35,9 +34,9 @@ def parse_iso_day(text: str) -> dt.date | None:
         return None
 
 
-def partitions_start(environ: Mapping[str, str] | None = None) -> dt.date:
-    """The first partition: ``$CODEX_PARTITIONS_START`` if set, else 2026-11-01."""
-    raw = (os.environ if environ is None else environ).get(PARTITIONS_START_ENV, "").strip()
+def partitions_start(environ: Mapping[str, str]) -> dt.date:
+    """The first partition: ``CODEX_PARTITIONS_START`` in ``environ`` if set, else 2026-11-01."""
+    raw = environ.get(PARTITIONS_START_ENV, "").strip()
     if not raw:
         return DEFAULT_PARTITIONS_START
     day = parse_iso_day(raw)
@@ -52,12 +51,12 @@ def last_partition(now: dt.datetime | None = None) -> dt.date:
     return now.astimezone(dt.UTC).date() - dt.timedelta(days=1)
 
 
-def check_day(text: str, *, start: dt.date | None = None, now: dt.datetime | None = None) -> dt.date:
-    """The partition day named by ``text``, or :class:`DayError` saying why it is not one."""
+def check_day(text: str, *, start: dt.date, now: dt.datetime | None = None) -> dt.date:
+    """The partition day named by ``text`` (partitions from ``start``), or :class:`DayError` saying why it is not one."""
     day = parse_iso_day(text)
     if day is None:
         raise DayError(f"{text!r} is not a date (YYYY-MM-DD)")
-    first = partitions_start() if start is None else start
+    first = start
     last = last_partition(now)
     if last < first:
         raise DayError(
@@ -73,7 +72,6 @@ def check_day(text: str, *, start: dt.date | None = None, now: dt.datetime | Non
     return day
 
 
-def check_days(texts: Iterable[str], *, start: dt.date | None = None, now: dt.datetime | None = None) -> list[str]:
+def check_days(texts: Iterable[str], *, start: dt.date, now: dt.datetime | None = None) -> list[str]:
     """Every day argument checked (the first bad one raises), as ``YYYY-MM-DD`` partition keys."""
-    first = partitions_start() if start is None else start
-    return [check_day(t, start=first, now=now).isoformat() for t in texts]
+    return [check_day(t, start=start, now=now).isoformat() for t in texts]

@@ -6,6 +6,7 @@ The only layer that imports Dagster; it may import every other layer but ``cli``
 import dagster as dg
 
 from codex_pipeline.defs.assets import dataset_assets
+from codex_pipeline.defs.environment import configured_kind
 from codex_pipeline.defs.executors import configured_executor
 from codex_pipeline.defs.jobs import codex_all_job
 from codex_pipeline.defs.proposition_assets import default_proposition_settings, proposition_assets
@@ -14,7 +15,6 @@ from codex_pipeline.defs.run_hygiene import run_hygiene_sensor
 from codex_pipeline.defs.schedules import daily_schedule
 from codex_pipeline.defs.search_assets import search_index_assets
 from codex_pipeline.defs.sensors import version_sensor
-from codex_pipeline.embeddings import configured_kind
 
 defs = dg.Definitions(
     assets=dataset_assets + search_index_assets + proposition_assets,

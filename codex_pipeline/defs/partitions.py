@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from codex_pipeline.datasets.days import partitions_start
+from codex_pipeline.defs.environment import first_partition
 
-PARTITIONS_START = partitions_start().isoformat()
+PARTITIONS_START = first_partition().isoformat()
 daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START)

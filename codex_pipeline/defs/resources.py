@@ -1,22 +1,29 @@
-"""Dagster resources: where the data lives and how DuckDB is opened."""
+"""Dagster resources: where the data lives, how DuckDB is opened, which models run and how they are reached.
 
+Environment variables are read here (through :mod:`.environment`) when a resource
+is used, and passed down; ``docs/configuration.md`` lists every setting.
+"""
 
 import dagster as dg
 import duckdb
 
+from codex_pipeline.defs import environment
+from codex_pipeline.transport import OpenAIConnection, RetryPolicy
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 
 
 class CodexWarehouse(dg.ConfigurableResource):
     """The data directory: landing files, partitioned Parquet and the DuckDB catalog.
 
-    Empty ``data_dir`` means ``$CODEX_DATA_DIR`` or ``data/`` in the checkout.
+    Empty ``data_dir`` means ``$CODEX_DATA_DIR`` or ``data/`` in the checkout. The
+    warehouse carries the deployment's tuning (``$CODEX_REDIRECT_THREADS``,
+    ``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``_SECONDS``) to the steps it is given to.
     """
 
     data_dir: str | None = None
 
     def get(self) -> Warehouse:
-        return Warehouse(self.data_dir or None)
+        return Warehouse(self.data_dir or environment.data_dir(), environment.tuning())
 
 
 class CodexDuckDB(dg.ConfigurableResource):
@@ -32,30 +39,57 @@ class CodexDuckDB(dg.ConfigurableResource):
     data_dir: str | None = None
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        return connect_catalog(Warehouse(self.data_dir or None), read_only=True)
+        return connect_catalog(Warehouse(self.data_dir or environment.data_dir()), read_only=True)
+
+
+class OpenAIConnectionConfig(dg.Config):
+    """How an OpenAI-compatible server is reached; one shape for embeddings and propositions.
+
+    The key comes only from ``OPENAI_API_KEY`` (never from config, so it never shows
+    in the UI or in run metadata). Empty ``base_url`` means ``$OPENAI_BASE_URL``, else
+    the OpenAI API. Retries: 429 / 5xx / timeouts, at most ``max_retries`` per request,
+    backoff from ``backoff_base_s`` up to ``max_backoff_s``, ``Retry-After`` honoured up
+    to ``max_retry_after_s``.
+    """
+
+    base_url: str | None = None
+    timeout_s: float = 60.0
+    max_concurrency: int = 4
+    max_retries: int = 6
+    backoff_base_s: float = 0.5
+    max_backoff_s: float = 30.0
+    max_retry_after_s: float = 120.0
+
+    def connection(self) -> OpenAIConnection:
+        return OpenAIConnection(
+            api_key=environment.openai_api_key(),
+            base_url=self.base_url or environment.openai_base_url(),
+            timeout=self.timeout_s,
+            max_concurrency=self.max_concurrency,
+            retry=RetryPolicy(
+                max_retries=self.max_retries,
+                backoff_base=self.backoff_base_s,
+                max_delay=self.max_backoff_s,
+                max_retry_after=self.max_retry_after_s,
+            ),
+        )
 
 
 class EmbeddingSettings(dg.ConfigurableResource):
     """Which embedding model the `[dataset, embeddings]` assets use.
 
-    ``kind="local"`` (default) is all-MiniLM-L6-v2 from the packaged, SHA-checked
-    weights: no key, no network. ``kind="openai"`` is text-embedding-3-large at
-    1536 dimensions; the key comes only from ``OPENAI_API_KEY`` (never from config,
-    so it never shows in the UI or in run metadata) and the base URL from
-    ``openai_base_url`` or ``OPENAI_BASE_URL``.
+    ``kind="local"`` (default; ``$CODEX_EMBEDDER`` in the code location) is
+    all-MiniLM-L6-v2 from the packaged, SHA-checked weights: no key, no network.
+    ``kind="openai"`` is ``openai_model`` (text-embedding-3-large) at
+    ``openai_dimensions`` (1536), reached as ``openai`` says.
     """
 
     kind: str = "local"
     local_batch_size: int = 32
     openai_model: str = "text-embedding-3-large"
     openai_dimensions: int = 1536
-    openai_base_url: str | None = None
-    openai_max_concurrency: int = 4
     openai_max_batch_inputs: int = 2048
-    openai_timeout_s: float = 60.0
-    openai_max_retries: int = 6
-    openai_backoff_base_s: float = 0.5
-    openai_max_backoff_s: float = 30.0
+    openai: OpenAIConnectionConfig = OpenAIConnectionConfig()
 
     def build(self):
         from codex_pipeline.embeddings import make_embedder
@@ -66,13 +100,39 @@ class EmbeddingSettings(dg.ConfigurableResource):
             self.kind,
             model=self.openai_model,
             dimensions=self.openai_dimensions,
-            base_url=self.openai_base_url,
-            max_concurrency=self.openai_max_concurrency,
             max_batch_inputs=self.openai_max_batch_inputs,
-            timeout=self.openai_timeout_s,
-            retry={
-                "max_retries": self.openai_max_retries,
-                "backoff_base": self.openai_backoff_base_s,
-                "max_delay": self.openai_max_backoff_s,
-            },
+            connection=self.openai.connection(),
+        )
+
+
+class PropositionSettings(dg.ConfigurableResource):
+    """How propositions are extracted.
+
+    ``kind="offline"`` (default; ``$CODEX_PROPOSITION_EXTRACTOR`` in the code location):
+    deterministic, no model, exact spans. ``kind="openai"``: ``openai_model`` through
+    the chat API, reached as ``openai`` says (timeout 120 s by default). ``prices`` lays
+    ``{model: {"input_per_1m", "output_per_1m"}}`` (USD) over the built-in table;
+    ``max_usd_per_run`` and ``max_usd_per_partition`` cap spending (``None``: no cap).
+    """
+
+    kind: str = "offline"
+    openai_model: str = "gpt-4o-mini"
+    openai_max_batch_chunks: int = 8
+    openai: OpenAIConnectionConfig = OpenAIConnectionConfig(timeout_s=120.0)
+    prices: dict[str, dict[str, float]] = {}
+    max_usd_per_run: float | None = 5.0
+    max_usd_per_partition: float | None = 1.0
+
+    def build(self):
+        from codex_pipeline.propositions import make_extractor
+        from codex_pipeline.propositions.cost import price_table
+
+        if self.kind == "offline":
+            return make_extractor("offline")
+        return make_extractor(
+            self.kind,
+            model=self.openai_model,
+            max_batch_chunks=self.openai_max_batch_chunks,
+            prices=price_table(self.prices),
+            connection=self.openai.connection(),
         )

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from codex_pipeline.defs.environment import data_dir
 from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files
 
 log = logging.getLogger(__name__)
@@ -253,7 +254,7 @@ def run_hygiene_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     swept = sweep_dead_runs(context.instance)
     if swept.failed or swept.freed:
         context.log.warning(f"run hygiene: {swept} (failed: {swept.failed}, freed: {swept.freed})")
-    temps = sweep_temp_files(Warehouse().root)
+    temps = sweep_temp_files(Warehouse(data_dir()).root)
     if temps:
         context.log.warning(f"run hygiene: removed {len(temps)} temp file(s) left by killed writers: {temps[:5]}")
     return dg.SkipReason(f"{swept}; {len(temps)} stale temp file(s) removed")

@@ -7,8 +7,9 @@ import dagster as dg
 
 from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
 from codex_pipeline.datasets.staleness import StalePartition, stale_partitions
+from codex_pipeline.defs.environment import configured_extractor_kind
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.propositions import configured_extractor_kind, extractor_identity
+from codex_pipeline.propositions import extractor_identity
 from codex_pipeline.propositions.staleness import stale_proposition_partitions
 
 MAX_RUNS_PER_TICK = 5

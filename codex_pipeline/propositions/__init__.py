@@ -7,30 +7,24 @@ interface (:class:`~.base.Extractor`): the offline, deterministic default
 cached by the parent's ``content_hash`` plus the extractor, its version and the
 prompt version (:mod:`.step`), and an LLM run is bounded by a cost cap (:mod:`.cost`).
 
-Imports ``core``, ``warehouse`` and ``embeddings`` only; nothing here imports
-Dagster. The ``[dataset, propositions]`` assets call :func:`~.step.extract_day`.
+Imports ``core``, ``transport``, ``warehouse`` and ``embeddings`` only; nothing here
+imports Dagster or reads the environment. The ``[dataset, propositions]`` assets call
+:func:`~.step.extract_day` with the extractor their resource built.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from codex_pipeline.propositions.base import ChunkInput, Extraction, Extractor, Statement
 from codex_pipeline.propositions.table import PROPOSITIONS_SCHEMA, make_proposition_id
 
-EXTRACTOR_ENV = "CODEX_PROPOSITION_EXTRACTOR"
 KINDS = ("offline", "openai")
 
 
-def configured_extractor_kind() -> str:
-    """``$CODEX_PROPOSITION_EXTRACTOR`` (default ``offline``): the one place it is read."""
-    return (os.environ.get(EXTRACTOR_ENV) or "offline").strip().lower()
-
-
-def extractor_identity(kind: str | None = None) -> str:
+def extractor_identity(kind: str = "offline") -> str:
     """``name|version|prompt_version`` of an extractor kind, without building it (no key needed): for sensors."""
-    kind = kind.strip().lower() if kind else configured_extractor_kind()
+    kind = kind.strip().lower()
     if kind == "offline":
         from codex_pipeline.propositions import offline as mod
     elif kind == "openai":
@@ -40,32 +34,27 @@ def extractor_identity(kind: str | None = None) -> str:
     return f"{mod.NAME}|{mod.VERSION}|{mod.PROMPT_VERSION}"
 
 
-def make_extractor(kind: str | None = None, **opts: Any) -> Extractor:
+def make_extractor(kind: str = "offline", **opts: Any) -> Extractor:
     """``offline`` (the default: deterministic, no model) or ``openai`` (gpt-4o-mini chat; ``opts`` go to
-    :class:`~.openai_chat.OpenAIChatExtractor`, a ``retry`` dict becomes a ``RetryPolicy``)."""
-    kind = kind.strip().lower() if kind else configured_extractor_kind()
+    :class:`~.openai_chat.OpenAIChatExtractor`, the server in ``connection=OpenAIConnection(...)``)."""
+    kind = kind.strip().lower()
     if kind == "offline":
         from codex_pipeline.propositions.offline import OfflineExtractor
 
         return OfflineExtractor()
     if kind == "openai":
-        from codex_pipeline.embeddings.openai_client import RetryPolicy
         from codex_pipeline.propositions.openai_chat import OpenAIChatExtractor
 
-        if isinstance(opts.get("retry"), dict):
-            opts["retry"] = RetryPolicy(**opts["retry"])
         return OpenAIChatExtractor(**opts)
     raise ValueError(f"unknown proposition extractor {kind!r}; expected one of {', '.join(KINDS)}")
 
 __all__ = [
-    "EXTRACTOR_ENV",
     "KINDS",
     "PROPOSITIONS_SCHEMA",
     "ChunkInput",
     "Extraction",
     "Extractor",
     "Statement",
-    "configured_extractor_kind",
     "extractor_identity",
     "make_extractor",
     "make_proposition_id",

@@ -3,10 +3,10 @@
 Chunks are sent in batches (at most ``max_batch_chunks`` chunks and
 ``max_batch_tokens`` prompt tokens per request) as a JSON object; the model answers
 ``{"results": [{"id", "propositions": [...]}, ...]}`` with pronouns resolved. Up to
-``max_concurrency`` requests are in flight. Retrying follows the embedder's
-:class:`~codex_pipeline.embeddings.openai_client.RetryPolicy` (429 / 5xx / timeouts
-retried with backoff and jitter, ``Retry-After`` honoured; the client's own
-``max_retries`` is 0 so every retry is counted), and so do the key and URL rules.
+``connection.max_concurrency`` requests are in flight. Requests go through the
+shared transport (:mod:`codex_pipeline.transport`), as the embedder's do: 429 /
+5xx / timeouts retried with backoff and jitter, ``Retry-After`` honoured, every
+retry counted, the key never shown.
 
 Nothing one chunk does can fail the partition: a refusal, a truncated or malformed
 answer (after ``max_invalid_responses`` retries) or a batch whose retries ran out
@@ -21,25 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
-import random
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 
 import openai
 
 from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.embeddings.base import MissingAPIKey
-from codex_pipeline.embeddings.openai_client import RetryPolicy, _retry_after_seconds, _safe_url
 from codex_pipeline.propositions.align import ChunkAligner
 from codex_pipeline.propositions.base import ChunkInput, Extraction, ExtractResult, ExtractStats, Statement
 from codex_pipeline.propositions.cost import DEFAULT_PRICES, Budget, CostMeter, Price, price_for
-
-log = logging.getLogger(__name__)
+from codex_pipeline.transport import OpenAIConnection, RequestFailed, UnusableResponse
+from codex_pipeline.transport.client import OpenAITransport
+from codex_pipeline.transport.retry import Tally
 
 NAME = "openai-chat"
 VERSION = "1"
@@ -60,36 +55,19 @@ PROMPT_VERSION = "1+" + hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:8]
 """Changes with any edit of the prompt, so cached propositions of an older prompt are re-extracted."""
 
 
-class _Invalid(Exception):
-    """A 200 whose body cannot be used for the whole batch (retried a bounded number of times)."""
+class _Invalid(UnusableResponse):
+    """A 200 whose body cannot be used for the whole batch (the transport retries it a bounded number of times)."""
 
 
 class _Refused(Exception):
     """The model refused (``message.refusal``): not retried, the batch's chunks are rejected."""
 
 
-@dataclass
-class _Counters:
-    requests: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.lock = threading.Lock()
-
-    def add(self, **kw: float) -> None:
-        with self.lock:
-            for k, v in kw.items():
-                setattr(self, k, getattr(self, k) + v)
-
-
 class OpenAIChatExtractor:
-    """Propositions from an OpenAI chat model (or any compatible server at ``base_url``).
+    """Propositions from an OpenAI chat model (or any compatible server: ``connection.base_url``).
 
-    The key comes from ``api_key`` or ``$OPENAI_API_KEY`` and is never kept, logged or
-    shown; the URL from ``base_url`` or ``$OPENAI_BASE_URL``.
+    The key and URL come in ``connection``, built by the caller (the Dagster resource
+    reads ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``); the key is never logged or shown.
     """
 
     name = NAME
@@ -100,39 +78,30 @@ class OpenAIChatExtractor:
         self,
         model: str = DEFAULT_MODEL,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_concurrency: int = 4,
+        connection: OpenAIConnection | None = None,
         max_batch_chunks: int = 8,
         max_batch_tokens: int = 6000,
         max_output_tokens: int = 4096,
-        timeout: float = 120.0,
-        retry: RetryPolicy | None = None,
         prices: dict[str, Price] | None = None,
         seed: int | None = None,
     ) -> None:
-        if max_concurrency < 1 or max_batch_chunks < 1 or max_batch_tokens < 1 or max_output_tokens < 1:
-            raise ValueError("max_concurrency, max_batch_chunks, max_batch_tokens and max_output_tokens must be >= 1")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key:
+        if max_batch_chunks < 1 or max_batch_tokens < 1 or max_output_tokens < 1:
+            raise ValueError("max_batch_chunks, max_batch_tokens and max_output_tokens must be >= 1")
+        if connection is None or not connection.api_key:
             raise MissingAPIKey(
                 f"no OpenAI API key configured for proposition extraction with {model}: set OPENAI_API_KEY "
-                "(or pass api_key=...), or use the offline extractor (extractor='offline'), which needs none"
+                "(or pass connection=OpenAIConnection(api_key=...)), or use the offline extractor "
+                "(extractor='offline'), which needs none"
             )
-        url = base_url if base_url is not None else (os.environ.get("OPENAI_BASE_URL") or None)
         self.model = model
         self.price = price_for(model, prices or DEFAULT_PRICES)
-        self.base_url = _safe_url(url) or "https://api.openai.com/v1"
-        self.max_concurrency = max_concurrency
+        self.base_url = connection.shown_url
+        self.max_concurrency = connection.max_concurrency
         self.max_batch_chunks = max_batch_chunks
         self.max_batch_tokens = max_batch_tokens
         self.max_output_tokens = max_output_tokens
-        self.timeout = timeout
-        self.retry = retry or RetryPolicy()
-        self._rng = random.Random(seed)
-        self._rng_lock = threading.Lock()
         self._system_tokens = count_tokens(SYSTEM_PROMPT) + MESSAGE_OVERHEAD_TOKENS
-        self._client = openai.OpenAI(api_key=key, base_url=url, max_retries=0, timeout=timeout)
+        self._transport = OpenAITransport(connection, seed=seed)
 
     def __repr__(self) -> str:
         return (
@@ -150,14 +119,14 @@ class OpenAIChatExtractor:
         }
 
     def close(self) -> None:
-        self._client.close()
+        self._transport.close()
 
     # -- extraction -----------------------------------------------------------------
 
     def extract(self, chunks: Sequence[ChunkInput], budget: Budget | None = None) -> ExtractResult:
         budget = budget or Budget([CostMeter("this call", None)])
         results: list[Extraction | None] = [None] * len(chunks)
-        counters = _Counters()
+        tally = Tally()
         stop = threading.Event()
         batches = self._batches(chunks)
 
@@ -167,7 +136,7 @@ class OpenAIChatExtractor:
                 for i in batch:
                     results[i] = Extraction(chunks[i].chunk_id, deferred=True)
                 return batch
-            for i, ext in zip(batch, self._extract_batch(items, budget, counters, stop)):
+            for i, ext in zip(batch, self._extract_batch(items, budget, tally, stop)):
                 results[i] = ext
             return batch
 
@@ -187,8 +156,8 @@ class OpenAIChatExtractor:
                 for fut in as_completed([pool.submit(run, b) for b in batches]):
                     align(fut.result())  # configuration errors propagate
         stats = ExtractStats(
-            requests=counters.requests, retries=counters.retries, input_tokens=counters.input_tokens,
-            output_tokens=counters.output_tokens, cost_usd=round(counters.cost_usd, 6),
+            requests=tally.requests, retries=tally.retries, input_tokens=tally.input_tokens,
+            output_tokens=tally.output_tokens, cost_usd=round(tally.cost_usd, 6),
             stopped=f"cost cap reached ({budget.exhausted_message()})" if stop.is_set() else None,
         )
         return ExtractResult([r if r is not None else Extraction(c.chunk_id, deferred=True) for r, c in zip(results, chunks)], stats)
@@ -210,7 +179,7 @@ class OpenAIChatExtractor:
         return out
 
     def _extract_batch(
-        self, items: list[ChunkInput], budget: Budget, counters: _Counters, stop: threading.Event
+        self, items: list[ChunkInput], budget: Budget, tally: Tally, stop: threading.Event
     ) -> list[Extraction]:
         ids = [str(k) for k in range(len(items))]  # short ids: the chunk URNs cost tokens and invite typos
         user = json.dumps({"chunks": [{"id": i, "text": c.text} for i, c in zip(ids, items)]}, ensure_ascii=False)
@@ -221,76 +190,37 @@ class OpenAIChatExtractor:
             return [Extraction(c.chunk_id, deferred=True) for c in items]
         spent = 0.0
         try:
-            body = self._request(user, len(items), counters)
+            body = self._request(user, len(items), tally)
             raw_usage = body.get("usage")
             usage: dict[str, object] = raw_usage if isinstance(raw_usage, dict) else {}
             tin, tout = int(str(usage.get("prompt_tokens") or 0)), int(str(usage.get("completion_tokens") or 0))
             spent = self.price.cost(tin, tout)
-            counters.add(input_tokens=tin, output_tokens=tout, cost_usd=spent)
+            tally.add(input_tokens=tin, output_tokens=tout, cost_usd=spent)
             return self._results(body, items, ids)
         except _Refused as exc:
             return [Extraction(c.chunk_id, reject=f"model refused: {exc}") for c in items]
-        except _BatchFailed as exc:
-            return [Extraction(c.chunk_id, reject=str(exc)) for c in items]
+        except RequestFailed as exc:
+            if exc.status in (401, 403, 404):  # configuration, not this batch: the run must fail
+                raise RuntimeError(f"proposition extraction with {self.model} at {self.base_url}: {exc}") from None
+            why = f"{exc} (a rerun tries again)" if exc.transient else str(exc)
+            return [Extraction(c.chunk_id, reject=why) for c in items]
         finally:
             budget.settle(reserve, spent)
 
-    def _request(self, user: str, n: int, counters: _Counters) -> dict[str, object]:
-        """One request, retried per the policy; the decoded body, or :class:`_Refused` / :class:`_BatchFailed`."""
-        policy = self.retry
-        attempts = transient = invalid = 0
-        while True:
-            attempts += 1
-            counters.add(requests=1)
-            retry_after: float | None = None
-            try:
-                raw = self._client.chat.completions.with_raw_response.create(
-                    model=self.model,
-                    messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
-                    response_format={"type": "json_object"},
-                    temperature=0,
-                    max_completion_tokens=self.max_output_tokens,
-                )
-                return self._parse(raw.http_response.content)
-            except _Invalid as exc:
-                invalid += 1
-                kind = f"invalid response: {exc}"
-                if invalid > policy.max_invalid_responses:
-                    raise _BatchFailed(
-                        f"{kind} (after {attempts} attempts; at most {policy.max_invalid_responses} retries for "
-                        "unusable responses)"
-                    ) from exc
-            except openai.APITimeoutError:
-                kind = f"timeout (no answer within {self.timeout:g} s)"
-            except openai.APIConnectionError as exc:
-                kind = f"connection error ({type(exc.__cause__ or exc).__name__})"
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                kind = "HTTP 429 rate limited" if status == 429 else f"HTTP {status}"
-                if status in (401, 403, 404):
-                    raise RuntimeError(
-                        f"proposition extraction with {self.model} at {self.base_url}: HTTP {status}, not retryable "
-                        f"(check OPENAI_API_KEY and the model name): {exc.message}"
-                    ) from exc
-                if status != 429 and not (status >= 500 or status in (408, 409)):
-                    raise _BatchFailed(f"HTTP {status}, not retryable: {exc.message}") from exc
-                retry_after = _retry_after_seconds(exc.response.headers)
-            transient += 1
-            counters.add(retries=1)
-            if transient > policy.max_retries:
-                raise _BatchFailed(f"{kind}; gave up after {attempts} attempts (a rerun tries again)")
-            with self._rng_lock:
-                delay = policy.backoff(transient - 1, self._rng)
-                jitter = self._rng.uniform(0, 1)
-            if retry_after is not None and retry_after > 0:
-                if retry_after > policy.max_retry_after:
-                    raise _BatchFailed(
-                        f"{kind}: server asked to wait {retry_after:g} s, more than max_retry_after="
-                        f"{policy.max_retry_after:g} s (a rerun tries again)"
-                    )
-                delay = retry_after + jitter * min(1.0, 0.1 * retry_after)
-            log.warning("proposition batch of %d chunks: %s; retry %d/%d in %.2f s", n, kind, transient, policy.max_retries, delay)
-            time.sleep(delay)
+    def _request(self, user: str, n: int, tally: Tally) -> dict[str, object]:
+        """One request through the transport; the decoded body, or :class:`_Refused` / :class:`RequestFailed`."""
+
+        def request(client: openai.OpenAI) -> dict[str, object]:
+            raw = client.chat.completions.with_raw_response.create(
+                model=self.model,
+                messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
+                response_format={"type": "json_object"},
+                temperature=0,
+                max_completion_tokens=self.max_output_tokens,
+            )
+            return self._parse(raw.http_response.content)
+
+        return self._transport.send(request, label=f"proposition batch of {n} chunks", tally=tally)
 
     @staticmethod
     def _parse(content: bytes) -> dict[str, object]:
@@ -354,7 +284,3 @@ def _aligned(chunk: ChunkInput, ext: Extraction) -> Extraction:
         spans, score = aligner.align(st.text)
         out.append(Statement(st.text, spans, score))
     return Extraction(ext.chunk_id, out)
-
-
-class _BatchFailed(Exception):
-    """The batch could not be extracted (retries exhausted, not retryable, unusable answers)."""

@@ -61,7 +61,7 @@ from codex_pipeline.warehouse.redirect_table import DELETED, LAST_PUBLISHED, RED
 from codex_pipeline.warehouse.storage import Warehouse
 
 __all__ = [
-    "DELETED", "INPUT_COLUMNS", "LAST_PUBLISHED", "MATCH_COLUMNS", "REDIRECT_SCHEMA", "THREADS_ENV", "compute_redirects",
+    "DELETED", "INPUT_COLUMNS", "LAST_PUBLISHED", "MATCH_COLUMNS", "REDIRECT_SCHEMA", "compute_redirects",
     "default_threads", "match_vanished", "update_redirects",
 ]
 
@@ -102,7 +102,6 @@ _CHAR_SPAN = r'"char_span":\[(?P<start>\d+),(?P<end>\d+)\]'
 _PAIRS_PER_BATCH = 1 << 18  # candidate pairs held at once: bounds memory (fresh memory costs page faults)
 _ROWS_PER_BATCH = 4096  # vanished rows whose words are hashed and scored at once
 _MAX_THREADS = 4  # threads scoring batches: more gain little, as the batches share memory bandwidth
-THREADS_ENV = "CODEX_REDIRECT_THREADS"
 _PROBE = 64  # pairs at the old place scored before deciding whether pruning the others pays
 _EDIT_SHARE = 0.5  # least share of bytes in a common prefix and suffix for scoring a pair from its texts
 _SEQ_BIAS = 1 << 31  # seq_index as an unsigned 32-bit field of a (document, seq) sort key
@@ -560,14 +559,8 @@ def _empty_matches() -> pa.Table:
 
 
 def default_threads() -> int:
-    """Threads for the word-set step: ``$CODEX_REDIRECT_THREADS``, else the cores this process may run
-    on, at most :data:`_MAX_THREADS` (a site running one worker per core sets 1)."""
-    value = os.environ.get(THREADS_ENV, "").strip()
-    if value:
-        if not value.isdigit() or int(value) < 1:
-            raise ValueError(f"{THREADS_ENV}={value!r} is not a thread count: set a whole number of at least 1, "
-                             "or unset it to use the cores this process may run on")
-        return int(value)
+    """Threads for the word-set step when nobody set them (``Warehouse.tuning.redirect_threads``,
+    ``$CODEX_REDIRECT_THREADS`` at the edge): the cores this process may run on, at most :data:`_MAX_THREADS`."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(_MAX_THREADS, cores))
 
@@ -742,6 +735,7 @@ def update_redirects(wh: Warehouse, dataset: str, day: dt.date, table: pa.Table,
         partition_date=day,
         chunking_version=chunking_version,
         previous_redirects=wh.read(dataset, "redirects", day) if stored else None,
+        threads=wh.tuning.redirect_threads,
     )
     if redirects.num_rows or stored:
         wh.write(redirects, dataset, "redirects", day)

@@ -1,7 +1,7 @@
 """Where Codex keeps its data: partitioned Parquet files and the DuckDB catalog.
 
-Layout under the data directory (``$CODEX_DATA_DIR``, default ``./data`` in the
-checkout)::
+Layout under the data directory (given by the caller; the Dagster resource and the
+CLI take ``$CODEX_DATA_DIR``; default ``./data`` in the checkout)::
 
     landing/<dataset>/<YYYY-MM-DD>/…                 input files users drop in
     warehouse/<dataset>/<table>/<YYYY-MM-DD>[.<part>].parquet
@@ -38,9 +38,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from codex_pipeline.warehouse.tuning import Tuning
+
 log = logging.getLogger(__name__)
 
-DATA_DIR_ENV = "CODEX_DATA_DIR"
 CATALOG_FILE = "codex_catalog.duckdb"  # not codex.duckdb: that name collides with schema `codex`
 SCHEMA = "codex"
 INDEX_DIR = "index"
@@ -53,20 +54,23 @@ HISTORY_SUFFIX = "_history"
 
 
 def default_data_dir() -> Path:
-    """``$CODEX_DATA_DIR``, else ``data/`` in the checkout (or the working directory)."""
-    env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        return Path(env).expanduser().resolve()
+    """``data/`` in the checkout (or the working directory): where a data directory given by nobody is."""
     checkout = Path(__file__).resolve().parents[2]
     base = checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
     return base / "data"
 
 
 class Warehouse:
-    """Paths and atomic Parquet I/O under one data directory."""
+    """Paths and atomic Parquet I/O under one data directory.
 
-    def __init__(self, data_dir: Path | str | None = None) -> None:
+    ``tuning`` is how the steps given this warehouse use the machine (redirect threads,
+    checkpoint frequency): the edge builds it from the environment, everyone else
+    takes it from here.
+    """
+
+    def __init__(self, data_dir: Path | str | None = None, tuning: Tuning | None = None) -> None:
         self.root = Path(data_dir).expanduser().resolve() if data_dir else default_data_dir()
+        self.tuning = tuning or Tuning()
 
     @property
     def catalog_path(self) -> Path:

@@ -18,7 +18,7 @@ from codex_pipeline.datasets.embed_step import checkpoint_for
 from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.datasets.sample_data import sample_root
 from codex_pipeline.defs.assets import build_dataset_assets
-from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionConfig
 from codex_pipeline.retrieval.context import anchor_spans
 from codex_pipeline.retrieval.units import chunk_units
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
@@ -39,10 +39,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenAI]:
         yield srv
 
 
-def settings(server: LoopbackOpenAI, **kw: object) -> EmbeddingSettings:
+def settings(server: LoopbackOpenAI, max_batch_inputs: int = 2048, **connection: object) -> EmbeddingSettings:
     return EmbeddingSettings(
-        kind="openai", openai_base_url=server.base_url, openai_dimensions=DIMS,
-        openai_backoff_base_s=0.01, openai_max_backoff_s=0.05, openai_timeout_s=5.0, **kw,
+        kind="openai", openai_dimensions=DIMS, openai_max_batch_inputs=max_batch_inputs,
+        openai=OpenAIConnectionConfig(base_url=server.base_url, backoff_base_s=0.01, max_backoff_s=0.05, timeout_s=5.0,
+                                      **connection),
     )
 
 
@@ -131,7 +132,7 @@ def test_reuse_costs_zero_requests(warehouse: Warehouse, server: LoopbackOpenAI)
 def test_failure_midway_keeps_finished_vectors(warehouse: Warehouse, server: LoopbackOpenAI) -> None:
     spec = get_dataset("narrative")
     land(warehouse, "narrative", DAY, SAMPLE / "narrative" / DAY)  # ~15 windows: several batches
-    embedding = settings(server, openai_max_batch_inputs=2, openai_max_concurrency=1, openai_max_retries=2)
+    embedding = settings(server, max_batch_inputs=2, max_concurrency=1, max_retries=2)
     server.push(None, times=1)  # the first batch goes through ...
     server.fail_always("server_error", status=503)  # ... then the API stays down
     failed = run(warehouse, spec, embedding)

@@ -6,10 +6,23 @@ from collections.abc import Iterator
 
 import pytest
 
+from codex_pipeline.transport import OpenAIConnection, RetryPolicy
+from codex_pipeline_tests.conftest import real_model_fixture
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI
 
 #: A key that must never show up in logs, reprs, metadata or error messages.
 SECRET_KEY = "sk-codex-test-5ecret-Zq81xW"
+
+
+def loopback_connection(server: LoopbackOpenAI, kw: dict) -> OpenAIConnection:
+    """A connection to ``server``: ``api_key``, ``timeout``, ``max_concurrency`` and ``retry`` popped from ``kw``."""
+    return OpenAIConnection(
+        api_key=kw.pop("api_key", SECRET_KEY),
+        base_url=server.base_url,
+        timeout=kw.pop("timeout", 5.0),
+        max_concurrency=kw.pop("max_concurrency", 4),
+        retry=kw.pop("retry", None) or RetryPolicy(backoff_base=0.01, max_delay=0.05),
+    )
 
 
 @pytest.fixture
@@ -21,16 +34,16 @@ def server() -> Iterator[LoopbackOpenAI]:
 
 @pytest.fixture
 def make_openai(server: LoopbackOpenAI):
-    """Build the real OpenAIEmbedder against the loopback server, with fast backoff."""
-    from codex_pipeline.embeddings.openai_client import OpenAIEmbedder, RetryPolicy
+    """Build the real OpenAIEmbedder against the loopback server, with fast backoff.
+
+    ``api_key``, ``timeout``, ``max_concurrency`` and ``retry`` go into its connection."""
+    from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
 
     made = []
 
     def make(**kw) -> OpenAIEmbedder:
-        retry = kw.pop("retry", None) or RetryPolicy(backoff_base=0.01, max_delay=0.05)
-        kw.setdefault("timeout", 5.0)
         kw.setdefault("seed", 0)
-        e = OpenAIEmbedder(api_key=kw.pop("api_key", SECRET_KEY), base_url=server.base_url, retry=retry, **kw)
+        e = OpenAIEmbedder(connection=loopback_connection(server, kw), **kw)
         made.append(e)
         return e
 
@@ -40,6 +53,7 @@ def make_openai(server: LoopbackOpenAI):
 
 
 @pytest.fixture(scope="session")
+@real_model_fixture
 def local_embedder():
     """The packaged all-MiniLM-L6-v2, loaded once for the session."""
     from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder

@@ -15,9 +15,10 @@ from codex_pipeline.embeddings.openai_client import (
     API_MAX_INPUT_TOKENS,
     API_MAX_INPUTS,
     API_MAX_REQUEST_TOKENS,
-    RetryPolicy,
+    OpenAIEmbedder,
     plan_batches,
 )
+from codex_pipeline.transport import OpenAIConnection, RetryPolicy
 from codex_pipeline_tests.embeddings.conftest import SECRET_KEY
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vector_for
 
@@ -120,10 +121,13 @@ def test_empty_string_is_refused_before_any_request(server: LoopbackOpenAI, make
 
 
 def test_limits_are_validated() -> None:
+    key = OpenAIConnection(api_key="k")
     with pytest.raises(ValueError, match="max_batch_inputs"):
-        make_embedder("openai", api_key="k", max_batch_inputs=API_MAX_INPUTS + 1)
+        make_embedder("openai", connection=key, max_batch_inputs=API_MAX_INPUTS + 1)
     with pytest.raises(ValueError, match="max_batch_tokens"):
-        make_embedder("openai", api_key="k", max_batch_tokens=API_MAX_REQUEST_TOKENS + 1)
+        make_embedder("openai", connection=key, max_batch_tokens=API_MAX_REQUEST_TOKENS + 1)
+    with pytest.raises(ValueError, match="max_concurrency"):
+        OpenAIConnection(api_key="k", max_concurrency=0)
 
 
 # -- faults: one failure, then success ------------------------------------------------
@@ -243,9 +247,7 @@ def test_finished_batches_are_handed_over_before_the_failure(server: LoopbackOpe
 
 def test_concurrency_is_bounded(make_openai) -> None:
     with LoopbackOpenAI(latency=0.05, api_key=SECRET_KEY) as slow:
-        from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
-
-        e = OpenAIEmbedder(api_key=SECRET_KEY, base_url=slow.base_url, max_concurrency=3, max_batch_inputs=5)
+        e = OpenAIEmbedder(connection=OpenAIConnection(SECRET_KEY, slow.base_url, max_concurrency=3), max_batch_inputs=5)
         texts = texts_of(60)
         res = e.embed(texts)
         e.close()
@@ -256,17 +258,26 @@ def test_concurrency_is_bounded(make_openai) -> None:
 
 # -- configuration and secrets ----------------------------------------------------------
 def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)  # the library never looks there
     with pytest.raises(MissingAPIKey, match="set the OPENAI_API_KEY environment variable.*kind='local'"):
         make_embedder("openai")
+    with pytest.raises(MissingAPIKey, match="OPENAI_API_KEY"):
+        make_embedder("openai", connection=OpenAIConnection(api_key=""))
 
 
 def test_key_and_url_from_the_environment(server: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resource reads them (the edge), the embedder gets them in its connection."""
+    from codex_pipeline.defs.environment import configured_kind
+    from codex_pipeline.defs.resources import EmbeddingSettings, OpenAIConnectionConfig
+
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("CODEX_EMBEDDER", "openai")
-    e = make_embedder(retry={"backoff_base": 0.01})
+    settings = EmbeddingSettings(kind=configured_kind(), openai=OpenAIConnectionConfig(backoff_base_s=0.01))
+    e = settings.build()
+    assert isinstance(e, OpenAIEmbedder)
     res = e.embed(["from the environment"])
+    e.close()
     assert server.requests[0].authorized and res.requests == 1
     assert e.base_url == server.base_url and e.retry.backoff_base == 0.01
 
@@ -295,9 +306,8 @@ def test_key_never_in_logs_repr_metadata_or_errors(
 
 
 def test_base_url_credentials_are_not_shown(server: LoopbackOpenAI) -> None:
-    from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
-
     url = server.base_url.replace("http://", "http://user:hunter2@") + "?token=abc"
-    e = OpenAIEmbedder(api_key=SECRET_KEY, base_url=url)
+    e = OpenAIEmbedder(connection=OpenAIConnection(SECRET_KEY, url))
     assert "hunter2" not in repr(e) and "abc" not in str(e.describe())
+    assert "hunter2" not in repr(e.connection) and SECRET_KEY not in repr(e.connection)
     e.close()

@@ -20,7 +20,7 @@ from codex_pipeline.embeddings import (
     input_hash,
     plan_embeddings,
 )
-from codex_pipeline.embeddings.openai_client import RetryPolicy
+from codex_pipeline.transport import RetryPolicy
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vector_for
 
 T0 = dt.datetime(2026, 11, 24, 6, 0, tzinfo=dt.UTC)

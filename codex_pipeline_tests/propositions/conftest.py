@@ -27,17 +27,20 @@ def chat_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenAI]:
 
 @pytest.fixture
 def make_chat(chat_server: LoopbackOpenAI):
-    """The real OpenAIChatExtractor against the loopback server, with fast backoff."""
-    from codex_pipeline.embeddings.openai_client import RetryPolicy
+    """The real OpenAIChatExtractor against the loopback server, with fast backoff
+    (``timeout``, ``max_concurrency`` and ``retry`` go into its connection)."""
     from codex_pipeline.propositions.openai_chat import OpenAIChatExtractor
+    from codex_pipeline.transport import OpenAIConnection, RetryPolicy
 
     made = []
 
     def make(**kw):
-        kw.setdefault("retry", RetryPolicy(backoff_base=0.01, max_delay=0.05))
-        kw.setdefault("timeout", 5.0)
         kw.setdefault("seed", 0)
-        e = OpenAIChatExtractor(api_key=KEY, base_url=chat_server.base_url, **kw)
+        connection = OpenAIConnection(
+            KEY, chat_server.base_url, timeout=kw.pop("timeout", 5.0), max_concurrency=kw.pop("max_concurrency", 4),
+            retry=kw.pop("retry", None) or RetryPolicy(backoff_base=0.01, max_delay=0.05),
+        )
+        e = OpenAIChatExtractor(connection=connection, **kw)
         made.append(e)
         return e
 

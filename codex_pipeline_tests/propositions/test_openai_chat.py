@@ -7,6 +7,7 @@ import pytest
 from codex_pipeline.propositions.base import ChunkInput
 from codex_pipeline.propositions.cost import Budget, CostMeter, Price
 from codex_pipeline.propositions.openai_chat import PROMPT_VERSION
+from codex_pipeline.transport import OpenAIConnection, RetryPolicy
 from codex_pipeline_tests.loopback_chat import INVENTED, REFUSAL, propositions_for
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI
 
@@ -87,20 +88,20 @@ def test_unusable_answers_are_retried_then_rejected(make_chat, chat_server: Loop
 
 
 def test_exhausted_retries_reject_and_do_not_raise(make_chat, chat_server: LoopbackOpenAI) -> None:
-    from codex_pipeline.embeddings.openai_client import RetryPolicy
-
     chat_server.fail_always("server_error", status=500)
     res = make_chat(retry=RetryPolicy(max_retries=2, backoff_base=0.01, max_delay=0.02)).extract(chunks(TEXTS[:1]))
-    assert "HTTP 500; gave up after 3 attempts" in (res.extractions[0].reject or "")
+    assert "HTTP 500; gave up after 3 attempts (a rerun tries again)" in (res.extractions[0].reject or "")
+    assert res.stats.requests == 3 and res.stats.retries == 2
 
 
 def test_a_wrong_key_fails_loudly(chat_server: LoopbackOpenAI) -> None:
     from codex_pipeline.propositions.openai_chat import OpenAIChatExtractor
 
-    ex = OpenAIChatExtractor(api_key="sk-wrong", base_url=chat_server.base_url, timeout=5.0)
-    with pytest.raises(RuntimeError, match="HTTP 401, not retryable") as info:
+    ex = OpenAIChatExtractor(connection=OpenAIConnection("sk-wrong", chat_server.base_url, timeout=5.0))
+    with pytest.raises(RuntimeError, match=r"HTTP 401, not retryable \(check OPENAI_API_KEY\)") as info:
         ex.extract(chunks(TEXTS[:1]))
     assert "sk-wrong" not in str(info.value)
+    assert chat_server.request_count == 1
 
 
 def test_cost_cap_stops_before_the_request_that_would_pass_it(make_chat, chat_server: LoopbackOpenAI) -> None:

@@ -18,7 +18,7 @@ import pytest
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.proposition_assets import CONTRACT_CHECK, PropositionSettings, build_proposition_assets
-from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionConfig
 from codex_pipeline.propositions.base import ChunkInput, Extraction, ExtractResult, ExtractStats, Statement
 from codex_pipeline.propositions.table import QUARANTINE_TABLE, TABLE
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
@@ -49,8 +49,7 @@ def _run(wh: Warehouse, server: LoopbackOpenAI, props: PropositionSettings) -> d
         partition_key=DAY,
         resources={
             "warehouse": CodexWarehouse(data_dir=str(wh.root)),
-            "embedding": EmbeddingSettings(kind="openai", openai_base_url=_EMBEDDINGS.base_url, openai_dimensions=32,
-                                           openai_backoff_base_s=0.01, openai_max_backoff_s=0.05, openai_timeout_s=5.0),
+            "embedding": EmbeddingSettings(kind="openai", openai_dimensions=32, openai=_loopback(_EMBEDDINGS)),
             "propositions": props,
         },
         raise_on_error=False,
@@ -62,9 +61,12 @@ def _meta(result: dg.ExecuteInProcessResult, table: str = TABLE) -> dict[str, ob
     return {k: v.value for k, v in mat.metadata.items()}
 
 
-def _openai(server: LoopbackOpenAI, **kw: object) -> PropositionSettings:
-    return PropositionSettings(kind="openai", openai_base_url=server.base_url, openai_backoff_base_s=0.01,
-                               openai_max_backoff_s=0.05, openai_timeout_s=5.0, **kw)
+def _loopback(server: LoopbackOpenAI, **kw: object) -> OpenAIConnectionConfig:
+    return OpenAIConnectionConfig(base_url=server.base_url, backoff_base_s=0.01, max_backoff_s=0.05, timeout_s=5.0, **kw)
+
+
+def _openai(server: LoopbackOpenAI, max_concurrency: int = 4, **kw: object) -> PropositionSettings:
+    return PropositionSettings(kind="openai", openai=_loopback(server, max_concurrency=max_concurrency), **kw)
 
 
 def _chat_requests(server: LoopbackOpenAI) -> list[dict[str, object]]:
@@ -145,7 +147,7 @@ def test_cost_cap_stops_the_partition_cleanly_and_says_so(warehouse: Warehouse, 
 def test_bad_model_output_becomes_rejects_not_a_failed_run(warehouse: Warehouse, server: LoopbackOpenAI) -> None:
     _land(warehouse)
     server.push("refusal")
-    result = _run(warehouse, server, _openai(server, openai_max_batch_chunks=1, openai_max_concurrency=1))
+    result = _run(warehouse, server, _openai(server, openai_max_batch_chunks=1, max_concurrency=1))
     assert result.success
     m = _meta(result)
     assert m["rejected"] == 1 and m["extracted"] == m["chunks"] - 1
@@ -194,11 +196,12 @@ def test_retriever_and_cli_search_propositions_with_parent_context(
     from codex_pipeline.cli import main
     from codex_pipeline.embeddings.openai_client import OpenAIEmbedder
     from codex_pipeline.retrieval import Retriever
+    from codex_pipeline.transport import OpenAIConnection
 
     _land(warehouse)
     assert _run(warehouse, server, PropositionSettings()).success
     assert _EMBEDDINGS is not None
-    embedder = OpenAIEmbedder(dimensions=32, api_key=server.api_key, base_url=_EMBEDDINGS.base_url)
+    embedder = OpenAIEmbedder(dimensions=32, connection=OpenAIConnection(server.api_key or "", _EMBEDDINGS.base_url))
     target = "Eleven operators in the frozen storage area had no evaluation on record since 2021."
     for mode in ("hybrid", "vector", "bm25"):
         hits = Retriever(warehouse.root, embedder=embedder).search_propositions(target, k=3, mode=mode)
