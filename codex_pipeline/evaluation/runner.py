@@ -140,7 +140,7 @@ def evaluate(
     spans: str = "evidence",
     units: str = "chunks",
 ) -> Evaluation:
-    """Score the top-``k`` hits of every question (chunks, or propositions: issue 13's comparison)."""
+    """Score the top-``k`` hits of every question: chunks, or propositions (``units``) to compare the two."""
     if units not in UNITS:
         raise ValueError(f"units must be one of {', '.join(UNITS)}")
     if spans not in SPAN_KINDS:
