@@ -1,7 +1,8 @@
-"""Every environment variable the code location reads, read here (and by the CLI) and nowhere else.
+"""The environment variables the code location's resources and partitions read, read here.
 
 The library takes these values as arguments and settings: the resources in
-:mod:`.resources` build warehouses, embedders and extractors from them.
+:mod:`.resources` build warehouses, embedders and extractors from them. (The executor's
+two variables are read in :mod:`.executors`, the CLI's in ``cli/``.)
 ``docs/configuration.md`` lists each variable; a test keeps the two in step.
 """
 
