@@ -4,7 +4,9 @@
 (or an Arrow chunk table). Its texts are plain strings, so they print the same in a
 terminal, a notebook or the ``codex inspect`` command. :func:`token_histogram_png`
 draws token sizes per chunk type with the 1,500-token cap marked, small enough for
-Dagster materialization metadata (:func:`token_histogram_markdown`).
+Dagster materialization metadata (:func:`token_histogram_markdown`). The PNG needs
+matplotlib (the ``plot`` extra); without it the metadata carries the same histogram as a
+Markdown table (:func:`token_histogram_table`).
 
 Percentiles use the "nearest rank" rule of :mod:`codex_pipeline.stats`, so the
 inspector and the Dagster asset metadata report the same p50 / p95.
@@ -33,7 +35,10 @@ __all__ = [
     "Text",
     "token_histogram_markdown",
     "token_histogram_png",
+    "token_histogram_table",
 ]
+
+PLOT_HINT = "pip install 'codex-pipeline[plot]'"
 
 
 class Text(str):
@@ -283,13 +288,16 @@ def token_histogram_png(
     small (about 15–30 kB at the default size). Takes a chunk table (Arrow, with
     ``chunk_type`` and ``token_count``), a :class:`ChunkCollection` or chunks.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.style import context as style_context
-    from matplotlib.ticker import MaxNLocator
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.style import context as style_context
+        from matplotlib.ticker import MaxNLocator
+    except ImportError as exc:
+        raise ImportError(f"the PNG token histogram needs matplotlib: {PLOT_HINT}") from exc
 
     types, tokens = _types_and_tokens(chunks)
-    present = sorted(set(types), key=lambda t: (_TYPE_ORDER.index(t) if t in _TYPE_ORDER else len(_TYPE_ORDER), t))
+    present = _present_types(types)
     # log-spaced bins: a 20-token speaker turn and a 1,400-token section both stay readable
     top = max(int(tokens.max()) if tokens.size else 0, cap) * 1.15
     edges = np.geomspace(1, top, 49)
@@ -337,10 +345,69 @@ def token_histogram_png(
     return buf.getvalue()
 
 
-def token_histogram_markdown(chunks: pa.Table | Iterable[Chunk], cap: int = MAX_CHUNK_TOKENS, title: str | None = None) -> str:
-    """The histogram as a Markdown image (base64 data URI), for ``dg.MetadataValue.md``."""
-    png = token_histogram_png(chunks, cap=cap, title=title)
-    return f"![token sizes by chunk type](data:image/png;base64,{base64.b64encode(png).decode()})"
+def token_histogram_markdown(
+    chunks: pa.Table | Iterable[Chunk], cap: int = MAX_CHUNK_TOKENS, title: str | None = None, png: bool | None = None
+) -> str:
+    """The histogram for ``dg.MetadataValue.md``: the PNG as a Markdown image (base64 data URI)
+    where matplotlib is installed (``png=None``), else :func:`token_histogram_table`.
+    ``png=True`` / ``False`` chooses one."""
+    if png is None:
+        png = _have_matplotlib()
+    if not png:
+        return token_histogram_table(chunks, cap=cap, title=title)
+    image = token_histogram_png(chunks, cap=cap, title=title)
+    return f"![token sizes by chunk type](data:image/png;base64,{base64.b64encode(image).decode()})"
+
+
+# whole-token bin edges of the table: finer where chunks usually are, one bin ending at the cap
+_TABLE_EDGES = (1, 10, 20, 50, 100, 200, 300, 500, 800, 1000, 1200)
+_BAR = 24  # characters of the longest bar
+
+
+def token_histogram_table(chunks: pa.Table | Iterable[Chunk], cap: int = MAX_CHUNK_TOKENS, title: str | None = None) -> str:
+    """Token sizes per chunk type as a Markdown table (no plotting library): one row per size
+    bin (the last ones: up to the cap, over it), a bar, the total and a column per chunk type."""
+    types, tokens = _types_and_tokens(chunks)
+    present = _present_types(types)
+    head = title or "token sizes by chunk type"
+    if not tokens.size:
+        return f"**{head}**: no chunks"
+    pct = token_percentiles(tokens)
+    over = int((tokens > cap).sum())
+    lines = [
+        f"**{head}**: {tokens.size:,} chunks · p50 {pct['p50']:,} · p95 {pct['p95']:,} · max {pct['max']:,} "
+        f"· {over:,} over the {cap:,}-token cap",
+        "",
+        "| tokens | | chunks | " + " | ".join(present) + " |",
+        "| ---: | :--- | ---: | " + " | ".join("---:" for _ in present) + " |",
+    ]
+    edges = [e for e in _TABLE_EDGES if e < cap] + [cap + 1]
+    bins: list[tuple[int, int | None]] = [(lo, hi - 1) for lo, hi in zip(edges, edges[1:])]
+    bins.insert(0, (0, 0))
+    bins.append((cap + 1, None))
+    arr_types = np.asarray(types, dtype=object)
+    rows = []
+    for lo, hi in bins:
+        inside = (tokens >= lo) if hi is None else (tokens >= lo) & (tokens <= hi)
+        rows.append(((lo, hi), int(inside.sum()), [int((inside & (arr_types == t)).sum()) for t in present]))
+    top = max(n for _, n, _ in rows)
+    for (lo, hi), n, per_type in rows:
+        if not n and (lo == 0 or hi is None):
+            continue  # empty-chunk and over-cap rows only when they have chunks
+        label = f"> {cap:,}" if hi is None else (f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}")
+        bar = "█" * max(1, round(_BAR * n / top)) if n else ""
+        lines.append(f"| {label} | {bar} | {n:,} | " + " | ".join(f"{c:,}" if c else "" for c in per_type) + " |")
+    return "\n".join(lines)
+
+
+def _present_types(types: list[str]) -> list[str]:
+    return sorted(set(types), key=lambda t: (_TYPE_ORDER.index(t) if t in _TYPE_ORDER else len(_TYPE_ORDER), t))
+
+
+def _have_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _palette() -> list[str]:
