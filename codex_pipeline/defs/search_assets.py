@@ -16,6 +16,8 @@ finds its inputs already indexed writes nothing. A dataset with propositions (se
 indexes them in the same build, after `[dataset, proposition_embeddings]`.
 """
 
+from typing import Any
+
 import dagster as dg
 
 from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
@@ -68,7 +70,7 @@ def build_search_index_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     return search_index
 
 
-def _metadata(manifest: IndexManifest, built: bool, path: str) -> dict[str, object]:
+def _metadata(manifest: IndexManifest, built: bool, path: str) -> dict[str, Any]:
     return {
         "rebuilt": built,
         "version": manifest.version,

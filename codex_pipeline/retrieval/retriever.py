@@ -36,7 +36,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings import Embedder, make_embedder
-from codex_pipeline.retrieval.corpus import SEARCH_INDEX_DIR, index_root
+from codex_pipeline.retrieval.corpus import SEARCH_INDEX_DIR
+from codex_pipeline.retrieval.corpus import index_root as index_root  # re-exported: where it used to live
 from codex_pipeline.retrieval.freshness import IndexKeeper
 from codex_pipeline.retrieval.hits import chunk_hit, cite_units
 from codex_pipeline.retrieval.index import CURRENT_FILE

@@ -23,8 +23,7 @@ from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.search_assets import build_search_index_asset
-from codex_pipeline.retrieval import Filters, Retriever, read_manifest
-from codex_pipeline.retrieval.retriever import index_root
+from codex_pipeline.retrieval import Filters, Retriever, index_root, read_manifest
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 
 D1, D2, D3 = (dt.date(2026, 11, d) for d in (1, 2, 3))

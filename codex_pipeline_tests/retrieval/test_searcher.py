@@ -12,10 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from codex_pipeline.retrieval import Filters, Retriever, build_search_index, searcher
+from codex_pipeline.retrieval import Filters, Retriever, build_search_index, index_root, searcher
 from codex_pipeline.retrieval import index as index_module
 from codex_pipeline.retrieval.index import DOCS_FILE, ROWS_FILE, _live_dir
-from codex_pipeline.retrieval.retriever import index_root
 from codex_pipeline.retrieval.searcher import SearchIndex
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.retrieval.conftest import Tables
