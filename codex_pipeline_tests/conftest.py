@@ -1,19 +1,81 @@
-"""Shared test helpers: a throw-away data directory and Dagster materializations into it."""
+"""Shared test helpers: a throw-away data directory, Dagster materializations into it, and the lanes.
+
+Lanes. ``slow`` marks tests that need the real embedding model, a browser (``ui/``),
+PostgreSQL and Redis (``deploy/``), the shared corpora beside the checkout, or that
+take more than a few seconds for other reasons. ``pytest -m "not slow"`` is the
+quick lane (a developer's default run); ``pytest -m "slow or not slow"`` runs
+everything (CI). The rules are here (:func:`pytest_collection_modifyitems`: by
+folder, by fixture, by the shared-corpora skip); a test file marks a test itself
+only where no rule fits.
+
+Embedder. Dagster wiring tests embed with the deterministic
+:class:`~codex_pipeline_tests.fakes.FakeEmbedder` (``materialize_dataset``'s
+default resource, the ``fake_embedding`` / ``fake_code_location`` fixtures); the
+real all-MiniLM-L6-v2 only where vectors are what a test checks, through the
+fixtures declared with :func:`real_model_fixture` (and so in the slow lane).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import shutil
 import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import dagster as dg
 import pytest
 
 from codex_pipeline.warehouse.storage import Warehouse
 
-FIXTURES = Path(__file__).parent / "fixtures"
+TESTS = Path(__file__).parent
+FIXTURES = TESTS / "fixtures"
 SAMPLE_LANDING = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
+
+#: Test folders whose every test is slow: a real browser, real PostgreSQL and Redis servers.
+SLOW_FOLDERS = frozenset({"ui", "deploy"})
+#: Words in a skip reason that say a test reads the shared corpora beside the checkout.
+CORPORA_SKIP = "shared corpora"
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def real_model_fixture(fixture: _F) -> _F:
+    """Declare a fixture (apply before ``@pytest.fixture``) as loading the real embedding model:
+    every test that uses it, directly or through another fixture, is in the slow lane."""
+    fixture._codex_real_model = True  # type: ignore[attr-defined]
+    return fixture
+
+
+def _uses_real_model(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(getattr(d.func, "_codex_real_model", False)
+               for name in info.names_closure for d in info.name2fixturedefs.get(name, ()))
+
+
+def _reads_shared_corpora(item: pytest.Item) -> bool:
+    return any(CORPORA_SKIP in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif"))
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why a rule puts ``item`` in the slow lane (None: no rule does)."""
+    rel = Path(str(item.path)).resolve().relative_to(TESTS.resolve())
+    if rel.parts[0] in SLOW_FOLDERS:
+        return f"folder {rel.parts[0]}/"
+    if _uses_real_model(item):
+        return "real embedding model"
+    if _reads_shared_corpora(item):
+        return "shared corpora"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is None and slow_reason(item) is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -23,6 +85,11 @@ def pytest_configure(config: pytest.Config) -> None:
     a later test starts (a process pool's exit, which terminates its workers, waited forever)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.addinivalue_line(
+        "markers",
+        "slow: needs the real embedding model, a browser, PostgreSQL/Redis or the shared corpora, or takes "
+        "more than a few seconds (quick lane: -m 'not slow'; everything: -m 'slow or not slow')",
+    )
 
 
 @pytest.fixture
@@ -51,14 +118,54 @@ def materialize_dataset(
     instance: dg.DagsterInstance | None = None,
     embedding: dg.ConfigurableResource | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """Materialize every asset of one dataset for one day through Dagster (checks included)."""
+    """Materialize every asset of one dataset for one day through Dagster (checks included).
+
+    Embeds with the fake embedder unless ``embedding`` says otherwise (``EmbeddingSettings()``
+    for the real model)."""
     from codex_pipeline.defs.assets import assets_by_dataset
-    from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+    from codex_pipeline.defs.resources import CodexWarehouse
+    from codex_pipeline_tests.fakes import FakeEmbedding
 
     return dg.materialize(
         assets_by_dataset[dataset],
         partition_key=day,
-        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": embedding or EmbeddingSettings()},
+        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": embedding or FakeEmbedding()},
         instance=instance or dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
     )
+
+
+@pytest.fixture
+def fake_embedding():
+    """The Dagster embedding resource of wiring tests (deterministic hashed vectors, no model)."""
+    from codex_pipeline_tests.fakes import FakeEmbedding
+
+    return FakeEmbedding()
+
+
+@pytest.fixture
+def fake_embedder():
+    """The fake embedder itself, for tests that call the library directly."""
+    from codex_pipeline_tests.fakes import FakeEmbedder
+
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def fake_code_location(monkeypatch: pytest.MonkeyPatch) -> Iterator[dg.Definitions]:
+    """``codex_pipeline.defs.defs`` with the fake embedding resource, for code that loads the code
+    location in this process (``codex materialize`` / ``demo`` called through ``cli.main``)."""
+    import codex_pipeline.defs as location
+    from codex_pipeline_tests.fakes import FakeEmbedding
+
+    faked = dg.Definitions(
+        assets=location.defs.assets,
+        asset_checks=location.defs.asset_checks,
+        jobs=location.defs.jobs,
+        schedules=location.defs.schedules,
+        sensors=location.defs.sensors,
+        executor=location.defs.executor,
+        resources={**(location.defs.resources or {}), "embedding": FakeEmbedding()},
+    )
+    monkeypatch.setattr(location, "defs", faked)
+    yield faked

@@ -2,9 +2,11 @@
 
 Sweeps dead runs, then materializes the narrative dataset for ``DAY`` in this
 process on ``$DAGSTER_HOME``'s instance, tagged with this process (what
-``codex materialize`` does with ``codex_all``). With ``PAUSE_AFTER``, the real local
-embedder stops for good after that many batches (marker file written) so the
-parent can SIGKILL the run mid-embedding. Exit status 0 when the run succeeded.
+``codex materialize`` does with ``codex_all``). The embedder is the tests' fake
+unless ``$CODEX_TEST_EMBEDDER=real`` asks for the local model (``fakes.py``). With
+``PAUSE_AFTER``, the embedder stops for good after that many batches (marker file
+written) so the parent can SIGKILL the run mid-embedding. Exit status 0 when the
+run succeeded.
 """
 
 from __future__ import annotations
@@ -18,16 +20,18 @@ from codex_pipeline.defs.assets import assets_by_dataset
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.run_hygiene import local_run_tags, sweep_dead_runs
 from codex_pipeline_tests.embeddings.pausing import PausingEmbedder
+from codex_pipeline_tests.fakes import FakeEmbedder, use_real_model
 
 
 class PausingEmbedding(EmbeddingSettings):
-    """The configured embedder, made to stop after ``pause_after`` batches (0: never)."""
+    """The configured embedder (or the fake), made to stop after ``pause_after`` batches (0: never)."""
 
     pause_after: int = 0
     marker: str = ""
+    fake: bool = True
 
     def build(self):  # type: ignore[no-untyped-def]
-        inner = super().build()
+        inner = FakeEmbedder(batch_size=self.local_batch_size) if self.fake else super().build()
         return PausingEmbedder(inner, self.pause_after, Path(self.marker)) if self.pause_after else inner
 
 
@@ -43,7 +47,8 @@ def main(argv: list[str]) -> int:
             tags=local_run_tags(),
             resources={
                 "warehouse": CodexWarehouse(),
-                "embedding": PausingEmbedding(local_batch_size=4, pause_after=pause_after, marker=marker),
+                "embedding": PausingEmbedding(local_batch_size=4, pause_after=pause_after, marker=marker,
+                                              fake=not use_real_model()),
             },
             raise_on_error=False,
         )

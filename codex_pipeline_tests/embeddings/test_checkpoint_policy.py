@@ -23,6 +23,7 @@ from codex_pipeline.embeddings.reuse import (
 )
 from codex_pipeline_tests.embeddings.embed_child import chunks_table
 from codex_pipeline_tests.embeddings.pausing import RecordingEmbedder, sample_texts
+from codex_pipeline_tests.fakes import FakeEmbedder
 
 MODEL, VERSION = "m", "v1"
 
@@ -124,18 +125,18 @@ def _kill_midway(tmp_path: Path, n: int, pause_after: int, seconds: str) -> Embe
 
 @pytest.mark.parametrize(("seconds", "saved"), [("0", 6), ("3600", 0)], ids=["by-time", "count-only"])
 def test_killed_run_resumes_from_what_it_wrote(
-    tmp_path: Path, local_embedder: LocalMiniLMEmbedder, seconds: str, saved: int
+    tmp_path: Path, fake_embedder: FakeEmbedder, seconds: str, saved: int
 ) -> None:
     texts = sample_texts(16)
     ckpt = _kill_midway(tmp_path, n=len(texts), pause_after=3, seconds=seconds)
     # every finished batch was written at once by time; counting to 4,096 alone would have saved nothing
     assert ckpt.rows() == saved
-    rec = RecordingEmbedder(local_embedder)
+    rec = RecordingEmbedder(fake_embedder)
     out = embed_partition(chunks_table(texts), rec, checkpoint=ckpt)
     assert len(rec.sent) == len(texts) - saved and len(set(rec.sent)) == len(rec.sent)
     assert (out.counts.recovered, out.counts.embedded) == (saved, len(texts) - saved)
     np.testing.assert_allclose(
         np.stack(out.table.column("vector").to_numpy(zero_copy_only=False)),
-        local_embedder.embed(texts).vectors,
+        fake_embedder.embed(texts).vectors,
         atol=2e-6,
     )

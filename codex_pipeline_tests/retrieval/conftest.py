@@ -20,6 +20,7 @@ from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.embeddings import Embedder, embed_partition, make_embedder
 from codex_pipeline.retrieval import Retriever, build_search_index, index_root
 from codex_pipeline.warehouse.storage import Warehouse
+from codex_pipeline_tests.conftest import real_model_fixture
 
 SAMPLE = Path(codex_pipeline.__file__).parent / "sample_landing"
 DAY = dt.date(2026, 11, 25)
@@ -37,6 +38,7 @@ class Tables:
 
 
 @pytest.fixture(scope="session")
+@real_model_fixture
 def embedder() -> Embedder:
     return make_embedder("local")
 
