@@ -10,7 +10,7 @@ import pytest
 
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
-from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.defs.sensors import build_version_sensor
 from codex_pipeline.retrieval import Retriever, read_manifest
@@ -18,6 +18,7 @@ from codex_pipeline.retrieval.corpus import source_fingerprint
 from codex_pipeline.retrieval.retriever import index_root
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.fakes import FAKE_MODEL, FakeEmbedding
 
 DAYS = ["2026-11-24", "2026-11-25"]
 
@@ -41,14 +42,14 @@ def run_requested(wh: Warehouse, run: dg.RunRequest, spec) -> dg.ExecuteInProces
         selection=run.asset_selection,
         partition_key=run.partition_key,
         tags=run.tags,
-        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings()},
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": FakeEmbedding()},
         raise_on_error=False,
     )
 
 
 def tick(sensor: dg.SensorDefinition, wh: Warehouse, cursor: str | None = None, spec=None):
     spec = spec or get_dataset("narrative")
-    resources = {"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings()}
+    resources = {"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": FakeEmbedding()}
     definitions = dg.Definitions(assets=assets_of(spec), sensors=[sensor], resources=resources)
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=definitions, resources=resources)
@@ -79,12 +80,12 @@ def test_old_embedding_version_reembeds_only(built: Warehouse) -> None:
     wh = built
     day = dt.date(2026, 11, 24)
     old = wh.read("narrative", "embeddings", day)
-    wh.write(old, "narrative", "embeddings", day, stamp={"embedding_model": "all-MiniLM-L6-v2", "embedding_version": "older"})
+    wh.write(old, "narrative", "embeddings", day, stamp={"embedding_model": FAKE_MODEL, "embedding_version": "older"})
     result = tick(build_version_sensor([get_dataset("narrative")]), wh)
     (run,) = result.run_requests
     assert run.partition_key == "2026-11-24"
     assert run.asset_selection == [dg.AssetKey(["narrative", "embeddings"]), dg.AssetKey(["narrative", "search_index"])]
-    assert run.tags["codex/reason"].startswith("embedding all-MiniLM-L6-v2 older -> all-MiniLM-L6-v2 ")
+    assert run.tags["codex/reason"].startswith(f"embedding {FAKE_MODEL} older -> {FAKE_MODEL} ")
 
 
 def test_embeddings_made_before_evidence_units_are_brought_up_to_date(built: Warehouse) -> None:
@@ -150,7 +151,7 @@ def test_sensor_reembed_leaves_the_search_index_current(built: Warehouse) -> Non
                          spec).success
     last = dt.date.fromisoformat(DAYS[-1])
     old = wh.read("narrative", "embeddings", last)
-    wh.write(old, "narrative", "embeddings", last, stamp={"embedding_model": "all-MiniLM-L6-v2", "embedding_version": "older"})
+    wh.write(old, "narrative", "embeddings", last, stamp={"embedding_model": FAKE_MODEL, "embedding_version": "older"})
     assert not _index_is_current(wh)  # the old-version embeddings file: the index is behind it
     (run,) = tick(build_version_sensor([spec]), wh).run_requests
     assert run.asset_selection == [dg.AssetKey(["narrative", "embeddings"]), dg.AssetKey(["narrative", "search_index"])]
