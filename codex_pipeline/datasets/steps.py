@@ -1,7 +1,7 @@
-"""The per-partition steps of a dataset, as plain functions over Arrow tables.
+"""The per-partition building blocks of a dataset, as plain functions over Arrow tables.
 
-The Dagster assets call these; so do the CLI, benchmarks and tests, which is why
-nothing here imports Dagster.
+The day steps in ``codex_pipeline.pipeline`` put them together (and the Dagster assets
+call those); the CLI, the address validator, benchmarks and tests call them directly.
 """
 
 from __future__ import annotations
