@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -35,8 +34,6 @@ from codex_pipeline.embeddings.base import (
 from codex_pipeline.transport import OpenAIConnection, RequestFailed
 from codex_pipeline.transport.client import OpenAITransport
 from codex_pipeline.transport.retry import Tally
-
-log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "text-embedding-3-large"
 DEFAULT_DIMENSIONS = 1536

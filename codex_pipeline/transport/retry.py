@@ -53,29 +53,24 @@ class Tally:
 
 @dataclass(frozen=True)
 class Fault:
-    """What a failed attempt was: its name in messages, whether to retry, and how long the server asked to wait."""
+    """A failed attempt worth retrying: its name in messages and how long the server asked to wait."""
 
     kind: str
-    retryable: bool
     retry_after: float | None = None
     invalid: bool = False
-    status: int | None = None
 
 
 def classify(exc: BaseException | None, timeout: float) -> Fault | None:
-    """The fault an exception stands for; None for anything that is not the transport's to handle."""
+    """The retryable fault an exception stands for; None for anything not to retry."""
     if isinstance(exc, UnusableResponse | openai.APIResponseValidationError):
-        return Fault(f"invalid response: {exc}", True, invalid=True)
+        return Fault(f"invalid response: {exc}", invalid=True)
     if isinstance(exc, openai.APITimeoutError):
-        return Fault(f"timeout (no answer within {timeout:g} s)", True)
+        return Fault(f"timeout (no answer within {timeout:g} s)")
     if isinstance(exc, openai.APIConnectionError):
-        return Fault(f"connection error ({type(exc.__cause__ or exc).__name__})", True)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        if status == 429 or status >= 500 or status in (408, 409):
-            kind = "HTTP 429 rate limited" if status == 429 else f"HTTP {status}"
-            return Fault(kind, True, retry_after_seconds(exc.response.headers), status=status)
-        return Fault(f"HTTP {status}", False, status=status)
+        return Fault(f"connection error ({type(exc.__cause__ or exc).__name__})")
+    if isinstance(exc, openai.APIStatusError) and (exc.status_code >= 500 or exc.status_code in (408, 409, 429)):
+        kind = "HTTP 429 rate limited" if exc.status_code == 429 else f"HTTP {exc.status_code}"
+        return Fault(kind, retry_after_seconds(exc.response.headers))
     return None
 
 
@@ -114,21 +109,18 @@ class Retrier:
         timeout: float,
         redact: Callable[[str], str] = str,
         seed: int | None = None,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.policy = policy
         self.timeout = timeout
-        self._redact = redact
+        self.redact = redact
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()
-        self._sleep = sleep
 
     def run(self, attempt: Callable[[], T], *, label: str, tally: Tally) -> T:
         """``attempt()``'s result, retried as the policy says; :class:`RequestFailed` when it cannot be had."""
         call = _Call(self, label, tally)
         retrying = tenacity.Retrying(
-            sleep=self._sleep,
-            retry=tenacity.retry_if_exception(lambda exc: (f := self.fault(exc)) is not None and f.retryable),
+            retry=tenacity.retry_if_exception(lambda exc: classify(exc, self.timeout) is not None),
             stop=call.stop,
             wait=call.wait,
             before_sleep=call.before_sleep,
@@ -139,10 +131,7 @@ class Retrier:
         except openai.APIStatusError as exc:  # not retryable (the retryable ones end in give_up)
             status = exc.status_code
             message = f"HTTP {status}, not retryable{_HINTS.get(status, '')}: {exc.message}"
-            raise RequestFailed(self._redact(message), kind=f"HTTP {status}", attempts=call.attempts, status=status) from None
-
-    def fault(self, exc: BaseException | None) -> Fault | None:
-        return classify(exc, self.timeout)
+            raise RequestFailed(self.redact(message), kind=f"HTTP {status}", attempts=call.attempts, status=status) from None
 
     def delay(self, retry: int, retry_after: float | None) -> float:
         """Backoff for the ``retry``-th retry (from 1), or at least ``retry_after`` plus a little jitter."""
@@ -172,7 +161,7 @@ class _Call:
         return attempt()
 
     def _fault(self, rs: tenacity.RetryCallState) -> Fault:
-        fault = self.r.fault(rs.outcome.exception() if rs.outcome else None)
+        fault = classify(rs.outcome.exception() if rs.outcome else None, self.r.timeout)
         assert fault is not None  # only retryable faults reach stop / wait
         return fault
 
@@ -193,7 +182,7 @@ class _Call:
         return False
 
     def _fail(self, message: str, kind: str, attempts: int) -> bool:
-        self.failure = RequestFailed(self.r._redact(message), kind=kind, attempts=attempts, transient=True)
+        self.failure = RequestFailed(self.r.redact(message), kind=kind, attempts=attempts, transient=True)
         return True
 
     def wait(self, rs: tenacity.RetryCallState) -> float:
@@ -203,7 +192,7 @@ class _Call:
         self.tally.add(retries=1)
         log.warning(
             "%s: %s; retry %d/%d in %.2f s",
-            self.label, self.r._redact(self._fault(rs).kind), rs.attempt_number, self.r.policy.max_retries,
+            self.label, self.r.redact(self._fault(rs).kind), rs.attempt_number, self.r.policy.max_retries,
             rs.upcoming_sleep,
         )
 
