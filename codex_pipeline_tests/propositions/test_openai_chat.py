@@ -117,3 +117,15 @@ def test_cost_cap_stops_before_the_request_that_would_pass_it(make_chat, chat_se
     assert [e.deferred for e in res.extractions] == [False, False, True, True]
     assert res.stats.stopped is not None and res.stats.stopped.startswith("cost cap reached (partition:")
     assert partition.spent_usd <= partition.cap_usd
+
+
+def test_no_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codex_pipeline.defs.resources import PropositionSettings
+    from codex_pipeline.embeddings.base import MissingAPIKey
+    from codex_pipeline.propositions.openai_chat import OpenAIChatExtractor
+
+    with pytest.raises(MissingAPIKey, match="set OPENAI_API_KEY.*offline extractor"):
+        OpenAIChatExtractor()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the resource reads it at the edge
+    with pytest.raises(MissingAPIKey, match="OPENAI_API_KEY"):
+        PropositionSettings(kind="openai").build()
