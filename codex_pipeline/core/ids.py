@@ -7,6 +7,8 @@ import logging
 import re
 import unicodedata
 
+import numpy as np
+
 CHUNK_ID_PREFIX = "urn:aprs:chunk:"
 CHUNK_ID_PATTERN = r"^urn:aprs:chunk:[0-9a-f]{16}$"
 _log = logging.getLogger(__name__)
@@ -41,6 +43,13 @@ _OCR_HYPHEN = re.compile(r"(?<=\w)-[ \t]*\n[ \t]*(?=[a-z])")  # "exam-\nple" -> 
 _DIGITS = re.compile(r"\d+")
 REV_SHORT, REV_LONG = 8, 12
 
+# Every character ``str.split()`` treats as whitespace beyond ASCII (``str.isspace``; a test
+# checks this list against the running Python's Unicode database).
+WIDE_SPACES = frozenset("\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                        "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+_WIDE_STANDIN = "\x1c"  # an ASCII character str.split() also splits on, and no [ \t], \n, \w or [a-z]
+_SPACE, _TAB, _NEWLINE, _DASH = 0x20, 0x09, 0x0A, 0x2D
+
 
 def _strip_running_lines(pages: list[str]) -> list[str]:
     """Drop a page's first / last line when it recurs (digits aside) on most pages: headers, footers."""
@@ -64,19 +73,118 @@ def normalize_text(text: str) -> str:
     """Seed-003 ``normalize_text``: what ``rev`` hashes, so only a meaningful edit changes it.
 
     Unicode NFC; pages (form feeds) lose their running headers and footers; OCR line-break
-    hyphens are joined; every run of whitespace becomes one space; ends are stripped.
+    hyphens (``exam-\nple``: a word character, ``-``, spaces or tabs, one newline, spaces or
+    tabs, a lowercase ASCII letter) are joined; every run of whitespace (``str.split``'s)
+    becomes one space; ends are stripped.
     """
-    text = unicodedata.normalize("NFC", text)
-    if "\f" in text:
-        text = "\n".join(_strip_running_lines(text.split("\f")))
-    if "-" in text:
-        text = _OCR_HYPHEN.sub("", text)
-    return " ".join(text.split())
+    return normalized_utf8(text).decode()
+
+
+def normalized_utf8(text: str) -> bytes:
+    """``normalize_text(text).encode()``, computed on the UTF-8 bytes with whole-array scans.
+
+    Every chunk run hashes every document, so this is on the chunk step's hot path. Instead
+    of a regex tried at each position and a list of every word, it finds the few places
+    that change (runs of whitespace, a ``-`` before whitespace) with numpy comparisons and
+    copies the bytes between them. NFC runs only when a character could change under it.
+    The seed's definition is kept, step for step, by the property test beside it.
+    """
+    data = text.encode()
+    t = text
+    wide: frozenset[str] = frozenset()
+    if not text.isascii():
+        chars = _non_ascii_chars(data)
+        if not _nfc_stable(chars):
+            t = unicodedata.normalize("NFC", t)
+            chars = {c for c in t if c > "\x7f"}
+        wide = WIDE_SPACES.intersection(chars)
+    if "\f" in t:
+        t = "\n".join(_strip_running_lines(t.split("\f")))
+    for c in sorted(wide):  # after the page step, which compares lines with their own spaces
+        t = t.replace(c, _WIDE_STANDIN)
+    return _join_and_collapse(data if t is text else t.encode())
+
+
+def _non_ascii_chars(data: bytes) -> set[str]:
+    """The distinct non-ASCII characters of UTF-8 ``data`` (its non-ASCII bytes, decoded together)."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    return set(a[np.flatnonzero(a >= 0x80)].tobytes().decode())
+
+
+def _nfc_stable(chars: set[str]) -> bool:
+    """Whether any text made of ASCII and ``chars`` is already NFC (False: run the normalizer).
+
+    Below U+0300 every character is NFC with combining class 0. Above, the characters must
+    have combining class 0 and pass the NFC quick check, which ``unicodedata.normalize``
+    reports by returning its argument itself (CPython; elsewhere the answer is just False).
+    """
+    big = sorted(c for c in chars if c >= "\u0300")
+    if not big:
+        return True
+    if any(unicodedata.combining(c) for c in big):
+        return False
+    probe = "".join(big)
+    return unicodedata.normalize("NFC", probe) is probe
+
+
+def _join_and_collapse(data: bytes) -> bytes:
+    """OCR hyphens joined, whitespace runs collapsed to one space, ends stripped (UTF-8 in and out).
+
+    Whitespace here is ASCII only (bytes 9-13 and 28-32): wider spaces were replaced by a
+    stand-in before encoding. A byte below 32 that is not whitespace takes the plain path.
+    """
+    a = np.frombuffer(data, dtype=np.uint8)
+    n = len(a)
+    if n < 2 or np.count_nonzero(a < 28) != np.count_nonzero((a - np.uint8(9)) <= 4):
+        return " ".join(_OCR_HYPHEN.sub("", data.decode()).split()).encode()
+    ws = a <= _SPACE
+    prev = a[:-1]
+    # i where byte i+1 is whitespace and byte i is whitespace (i+1 goes) or "-" (a hyphen candidate)
+    events = np.flatnonzero(ws[1:] & (ws[:-1] | (prev == _DASH)))
+    is_dash = a[events] == _DASH
+    drop = events[~is_dash] + 1
+    if is_dash.any():
+        joins = _ocr_hyphens(data, events[is_dash].tolist())
+        if joins:
+            j = np.array(joins, dtype=np.int64)
+            drop = np.union1d(drop, np.concatenate((j, j + 1)))
+    out = np.maximum(a, np.uint8(_SPACE)).tobytes()  # every whitespace byte becomes a space
+    if len(drop):
+        cut = np.flatnonzero(np.diff(drop) != 1)
+        run_starts = [int(drop[0]), *(drop[cut + 1]).tolist()]
+        run_ends = [*(drop[cut] + 1).tolist(), int(drop[-1]) + 1]
+        out = b"".join(map(out.__getitem__, map(slice, [0, *run_ends], [*run_starts, n])))
+    return out.strip(b" ")
+
+
+def _ocr_hyphens(data: bytes, dashes: list[int]) -> list[int]:
+    """The dashes (byte offsets) that ``_OCR_HYPHEN`` removes: a word character before, then
+    spaces or tabs, one newline, spaces or tabs and a lowercase ASCII letter."""
+    n = len(data)
+    out = []
+    for i in dashes:
+        j = i + 1
+        while j < n and data[j] in (_SPACE, _TAB):
+            j += 1
+        if j >= n or data[j] != _NEWLINE:
+            continue
+        j += 1
+        while j < n and data[j] in (_SPACE, _TAB):
+            j += 1
+        if i == 0 or j >= n or not 0x61 <= data[j] <= 0x7A:
+            continue
+        k = i - 1
+        while k > 0 and data[k] & 0xC0 == 0x80:  # back to the first byte of the character before
+            k -= 1
+        c = data[k:i].decode()
+        if c.isalnum() or c == "_":  # what \w matches in a str pattern
+            out.append(i)
+    return out
 
 
 def revision_digest(text: str) -> str:
     """SHA-1 hex of the normalized document text: ``rev8`` is its first 8 chars, ``rev12`` its first 12."""
-    return hashlib.sha1(normalize_text(text).encode()).hexdigest()
+    return hashlib.sha1(normalized_utf8(text)).hexdigest()
 
 
 def revision8(text: str) -> str:

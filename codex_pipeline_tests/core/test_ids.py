@@ -1,7 +1,13 @@
+import hashlib
 import re
+import sys
+import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from codex_pipeline.core import ids
 from codex_pipeline.core.ids import make_chunk_id, make_doc_id, make_locator, revision8
 
 
@@ -26,3 +32,57 @@ def test_doc_id_and_locator() -> None:
         make_doc_id("narrative", " ")
     loc = make_locator("a.txt", revision8("hello"), "window.3", None, 2)
     assert re.fullmatch(r"a\.txt\|r=[0-9a-f]{8}\|s=window\.3\|p=000\|b=002", loc)
+
+
+# --- normalize_text: the fast scan against the seed's definition -------------------------
+
+_SEED_OCR_HYPHEN = re.compile(r"(?<=\w)-[ \t]*\n[ \t]*(?=[a-z])")
+
+
+def seed_normalize_text(text: str) -> str:
+    """The seed-003 definition as first written: NFC, running lines, the hyphen regex, split/join."""
+    text = unicodedata.normalize("NFC", text)
+    if "\f" in text:
+        text = "\n".join(ids._strip_running_lines(text.split("\f")))
+    if "-" in text:
+        text = _SEED_OCR_HYPHEN.sub("", text)
+    return " ".join(text.split())
+
+
+# what the fast path treats specially, and letters of several scripts around it
+_ALPHABET = (
+    "-" * 6 + "\n" * 5 + " " * 5 + "\t" * 3 + "\r\f\x0b\x1c\x1f\x85\xa0\u2003\u2028\u3000\x01\x7f"
+    + "abcxyz" * 3 + "ABZ_09" + "éüßøñ" + "αβΩ" + "жЯ" + "漢字" + "ｶ" + "أب" + "\u0301\u0308\u0327"
+    + "\u1100\u1161\u11a8" + "\uac00" + "\u212b\u2126" + "\U0001f600\U0001d400" + "’“—…"
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=300))
+def test_normalize_text_equals_the_seed_definition(text: str) -> None:
+    assert ids.normalize_text(text) == seed_normalize_text(text)
+    assert ids.revision_digest(text) == hashlib.sha1(seed_normalize_text(text).encode()).hexdigest()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["exam-\nple", "-  \n\tx", "Ab-\t\n z", "word", "  ", "\n\n", "é-\ná", "\f", "Page 3\n",
+                                 "\u00a0-\nb", "_-\nq", "9-\n9", "x- \r\ny", "\u1100\u1161", "e\u0301"]), max_size=40))
+def test_normalize_text_equals_the_seed_on_hyphen_and_page_layouts(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert ids.normalize_text(text) == seed_normalize_text(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_normalize_text_equals_the_seed_on_any_text(text: str) -> None:
+    assert ids.normalize_text(text) == seed_normalize_text(text)
+
+
+def test_the_fast_path_knows_this_pythons_unicode_tables() -> None:
+    every = [chr(c) for c in range(sys.maxunicode + 1)]
+    spaces = {c for c in every if c.isspace() and not c.isascii()}
+    assert spaces == ids.WIDE_SPACES  # str.split()'s whitespace beyond ASCII
+    joined = "".join(c for c in every if not 0xD800 <= ord(c) <= 0xDFFF)
+    assert set(re.findall(r"\w", joined)) == {c for c in joined if c.isalnum() or c == "_"}  # \w as the scan tests it
+    below = "".join(every[:0x300])
+    assert unicodedata.is_normalized("NFC", below) and not any(unicodedata.combining(c) for c in below)
