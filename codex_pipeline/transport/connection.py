@@ -92,7 +92,9 @@ def safe_url(url: str | None) -> str | None:
 
 
 def redact(text: str, key: str = "") -> str:
-    """``text`` with ``key`` and every OpenAI-key-shaped word replaced: servers echo keys in errors."""
-    if key:
+    """``text`` with ``key`` and every OpenAI-key-shaped word replaced: servers echo keys in errors.
+
+    (A "key" under 8 characters is a placeholder, not a secret: replacing it would mangle the text.)"""
+    if len(key) >= 8:
         text = text.replace(key, "[redacted]")
     return _KEY_SHAPE.sub("sk-[redacted]", text)
