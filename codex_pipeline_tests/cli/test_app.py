@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow  # the quick start end to end: child processes, the real model, every sample dataset
 def test_demo_runs_through_dagster_and_queries_duckdb(tmp_path: Path) -> None:
     home = tmp_path / "dagster_home"
     home.mkdir()

@@ -56,6 +56,7 @@ def test_packaged_weights_are_the_official_file() -> None:
     assert verify_weights(packaged_model_dir()) == OFFICIAL_WEIGHTS_SHA256
 
 
+@pytest.mark.slow  # loads and runs the real model in a child process
 def test_loads_and_embeds_with_no_network(tmp_path: Path) -> None:
     """In a fresh process whose sockets refuse to connect, with no HF env vars set."""
     script = textwrap.dedent(
