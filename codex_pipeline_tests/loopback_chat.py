@@ -33,7 +33,7 @@ def propositions_for(text: str) -> list[str]:
 
 
 def serve_chat(handler: _Handler, srv: LoopbackOpenAI, raw: bytes) -> None:
-    from codex_pipeline_tests.loopback_openai import RecordedRequest, _fmt_seconds
+    from codex_pipeline_tests.loopback_openai import RecordedRequest
 
     try:
         body = json.loads(raw)
@@ -53,26 +53,8 @@ def serve_chat(handler: _Handler, srv: LoopbackOpenAI, raw: bytes) -> None:
         rec.status = 401
         handler._error(401, "Incorrect API key provided.", "invalid_request_error")
         return
-    if kind == "rate_limit":
-        rec.status = 429
-        headers = {"Retry-After": _fmt_seconds(fault.retry_after)} if fault and fault.retry_after is not None else {}
-        handler._error(429, "Rate limit reached for requests", "requests", headers)
+    if handler.http_fault(srv, rec, fault):
         return
-    if kind == "server_error" and fault is not None:
-        rec.status = fault.status
-        handler._error(fault.status, "The server had an error while processing your request.", "server_error")
-        return
-    if kind == "bad_request":
-        rec.status = 400
-        handler._error(400, "Invalid request (injected)", "invalid_request_error")
-        return
-    if kind == "disconnect":
-        rec.status = 0
-        handler._hold()
-        handler.close_connection = True
-        return
-    if kind == "delay" and fault is not None:
-        srv._stop.wait(fault.delay)
     if kind == "malformed_json":
         handler._send(200, b'{"id": "chatcmpl-loopback", "object": "chat.completion", "choices": [{"ind')
         return

@@ -138,6 +138,31 @@ class _Handler(BaseHTTPRequestHandler):
         if remaining > 0:
             srv._stop.wait(remaining)
 
+    def http_fault(self, srv: LoopbackOpenAI, rec: RecordedRequest, fault: Fault | None) -> bool:
+        """Answer a fault every endpoint shares (429, 5xx, 400, a dropped connection) and say so;
+        a ``delay`` waits here and lets the request be served."""
+        kind = fault.kind if fault else None
+        if fault is None or kind not in ("rate_limit", "server_error", "bad_request", "disconnect", "delay"):
+            return False
+        if kind == "delay":
+            srv._stop.wait(fault.delay)
+            return False
+        if kind == "rate_limit":
+            rec.status = 429
+            headers = {"Retry-After": _fmt_seconds(fault.retry_after)} if fault.retry_after is not None else {}
+            self._error(429, "Rate limit reached for requests", "requests", headers)
+        elif kind == "server_error":
+            rec.status = fault.status
+            self._error(fault.status, "The server had an error while processing your request.", "server_error")
+        elif kind == "bad_request":
+            rec.status = 400
+            self._error(400, "Invalid request (injected)", "invalid_request_error")
+        else:  # disconnect
+            rec.status = 0
+            self._hold()
+            self.close_connection = True
+        return True
+
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self._hold()
         try:
@@ -220,26 +245,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
         kind = fault.kind if fault else None
-        if kind == "rate_limit":
-            rec.status = 429
-            headers = {"Retry-After": _fmt_seconds(fault.retry_after)} if fault.retry_after is not None else {}
-            self._error(429, "Rate limit reached for requests", "requests", headers)
+        if self.http_fault(srv, rec, fault):
             return
-        if kind == "server_error":
-            rec.status = fault.status
-            self._error(fault.status, "The server had an error while processing your request.", "server_error")
-            return
-        if kind == "bad_request":
-            rec.status = 400
-            self._error(400, "Invalid request (injected)", "invalid_request_error")
-            return
-        if kind == "disconnect":
-            rec.status = 0
-            self._hold()
-            self.close_connection = True
-            return
-        if kind == "delay":
-            srv._stop.wait(fault.delay)
         if kind == "malformed_json":
             self._send(200, b'{"object": "list", "data": [{"object": "embedding", "index": 0, "embedd')
             return
