@@ -148,12 +148,13 @@ def _join_and_collapse(data: bytes) -> bytes:
         if joins:
             j = np.array(joins, dtype=np.int64)
             drop = np.union1d(drop, np.concatenate((j, j + 1)))
-    out = np.maximum(a, np.uint8(_SPACE)).tobytes()  # every whitespace byte becomes a space
+    # every whitespace byte becomes a space (against an array: numpy's vector loop; a scalar is not)
+    out = np.maximum(a, np.full(n, _SPACE, dtype=np.uint8)).tobytes()
     if len(drop):
         cut = np.flatnonzero(np.diff(drop) != 1)
-        run_starts = [int(drop[0]), *(drop[cut + 1]).tolist()]
-        run_ends = [*(drop[cut] + 1).tolist(), int(drop[-1]) + 1]
-        out = b"".join(map(out.__getitem__, map(slice, [0, *run_ends], [*run_starts, n])))
+        starts = [0, *(drop[cut] + 1).tolist(), int(drop[-1]) + 1]  # the kept stretches between dropped runs
+        ends = [int(drop[0]), *(drop[cut + 1]).tolist(), n]
+        out = b"".join([out[s:e] for s, e in zip(starts, ends)])
     return out.strip(b" ")
 
 
