@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -48,12 +49,25 @@ def real_model_fixture(fixture: _F) -> _F:
     return fixture
 
 
+def _active_fixturedefs(info, name: str) -> list:  # type: ignore[no-untyped-def]
+    """The definitions of ``name`` a test really runs: the closest override, and the ones it
+    requests in turn by its own name (a module that overrides a fixture replaces it)."""
+    chain = list(info.name2fixturedefs.get(name, ()))
+    active = []
+    while chain:
+        fixturedef = chain.pop()
+        active.append(fixturedef)
+        if name not in fixturedef.argnames:
+            break
+    return active
+
+
 def _uses_real_model(item: pytest.Item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return False
     return any(getattr(d.func, "_codex_real_model", False)
-               for name in info.names_closure for d in info.name2fixturedefs.get(name, ()))
+               for name in info.names_closure for d in _active_fixturedefs(info, name))
 
 
 def _reads_shared_corpora(item: pytest.Item) -> bool:
@@ -76,6 +90,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow") is None and slow_reason(item) is not None:
             item.add_marker(pytest.mark.slow)
+
+
+#: Modules whose import means the real local model was loaded.
+_MODEL_MODULES = ("sentence_transformers", "torch")
+_quick_loaded_model: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _watch_for_the_real_model(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Notes the first quick-lane test after which torch / sentence-transformers are imported:
+    the quick lane should never pay for the real model (see the terminal summary)."""
+    before = any(m in sys.modules for m in _MODEL_MODULES)
+    yield
+    if not before and not _quick_loaded_model and request.node.get_closest_marker("slow") is None \
+            and any(m in sys.modules for m in _MODEL_MODULES):
+        _quick_loaded_model.append(request.node.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    if _quick_loaded_model:
+        terminalreporter.write_line(
+            f"note: a test outside the slow lane loaded the real embedding model (torch): {_quick_loaded_model[0]}; "
+            "use the fake embedder (codex_pipeline_tests/fakes.py) or mark it slow", yellow=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

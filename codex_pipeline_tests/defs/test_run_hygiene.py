@@ -132,6 +132,7 @@ def _child(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+@pytest.mark.slow  # Dagster runs in child processes, killed and rerun (~10-20 s)
 def test_sigkilled_run_frees_its_slot_and_the_next_run_resumes(
     home: Path, instance: dg.DagsterInstance, tmp_path: Path
 ) -> None:
@@ -211,6 +212,7 @@ def _background_run(mode: str) -> subprocess.Popen[str]:
     return p
 
 
+@pytest.mark.slow  # Dagster runs in child processes, killed and rerun (~10-20 s)
 def test_a_backgrounded_process_that_ran_a_run_still_dies_on_sigterm() -> None:
     kept = _background_run("kept")
     assert kept.wait(timeout=60) == -signal.SIGTERM

@@ -121,6 +121,7 @@ def _index_is_current(wh: Warehouse) -> bool:
     return live is not None and all(live.source.get(k) == v for k, v in source_fingerprint(wh, "narrative").items())
 
 
+@pytest.mark.slow  # re-ingests and re-indexes two days through sensor-requested runs (~20 s)
 def test_sensor_reingest_leaves_the_search_index_current(built: Warehouse) -> None:
     wh, spec = built, get_dataset("narrative")
     assert run_requested(wh, dg.RunRequest(partition_key=DAYS[-1], asset_selection=[dg.AssetKey(["narrative", "search_index"])]),

@@ -101,6 +101,7 @@ def wh(warehouse: Warehouse) -> Warehouse:
     return warehouse
 
 
+@pytest.mark.slow  # the real local model: materialized and searched with it (codex search embeds with the configured model)
 def test_index_follows_backfill_delete_and_rechunk(wh: Warehouse) -> None:
     # day 2 lands first: the bridge notice (v2) and the library minutes
     land(wh, D2, {"bridge.txt": BRIDGE_V2, "library.txt": LIBRARY})
@@ -148,6 +149,7 @@ def test_index_follows_backfill_delete_and_rechunk(wh: Warehouse) -> None:
     assert all(len(h.text) < len(LIBRARY) for h in hits)  # the small windows
 
 
+@pytest.mark.slow  # the real local model: materialized and searched with it (codex search embeds with the configured model)
 def test_unchanged_inputs_do_not_rebuild(wh: Warehouse) -> None:
     land(wh, D1, {"library.txt": LIBRARY})
     first = materialize(wh, D1)
@@ -203,6 +205,7 @@ class CountingEmbedder:
         return self.inner.embed(texts, on_batch=on_batch)
 
 
+@pytest.mark.slow  # the real local model: materialized and searched with it (codex search embeds with the configured model)
 def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_itself(wh: Warehouse) -> None:
     from codex_pipeline.retrieval.units import chunk_units, unit_key
 
@@ -262,6 +265,7 @@ def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_
     assert len(baseline.embedder.texts) > 1  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # the real local model: materialized and searched with it (codex search embeds with the configured model)
 def test_a_chunk_of_one_unit_is_embedded_with_its_context_prefix(wh: Warehouse) -> None:
     from codex_pipeline.retrieval.units import chunk_units, context_prefix, unit_key
 

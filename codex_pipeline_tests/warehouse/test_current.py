@@ -14,6 +14,7 @@ import io
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from codex_pipeline.cli import app as cli
 from codex_pipeline.core.ids import make_chunk_id
@@ -91,6 +92,7 @@ def meta(result: dg.ExecuteInProcessResult, node: str) -> dict:
 # -- the case: a document re-landed shorter ---------------------------------------
 
 
+@pytest.mark.slow  # the real local model: embedded, then searched through codex search
 def test_shorter_relanding_leaves_only_the_current_window(warehouse: Warehouse) -> None:
     land(warehouse, D1, {"notice.txt": "\n\n".join([WATER] * 3), "council.txt": COUNCIL})
     land(warehouse, D2, {"notice.txt": WATER[:1500]})
@@ -139,6 +141,7 @@ def test_backfilling_an_older_day_keeps_the_newer_version_current(warehouse: War
 # -- deletes ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the real local model: embedded, then searched through codex search
 def test_tombstone_retracts_a_document_and_relanding_brings_it_back(warehouse: Warehouse) -> None:
     land(warehouse, D1, {"notice.txt": WATER, "council.txt": COUNCIL})
     first = materialize(warehouse, D1, embed=True)
