@@ -49,6 +49,8 @@ WIDE_SPACES = frozenset("\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u200
                         "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 _WIDE_STANDIN = "\x1c"  # an ASCII character str.split() also splits on, and no [ \t], \n, \w or [a-z]
 _SPACE, _TAB, _NEWLINE, _DASH = 0x20, 0x09, 0x0A, 0x2D
+# bytes that can end a \w character: ASCII letters, digits, "_", and any byte of a multi-byte one
+_WORDISH = np.array([chr(b).isascii() and (chr(b).isalnum() or b == 0x5F) or b >= 0x80 for b in range(256)])
 
 
 def _strip_running_lines(pages: list[str]) -> list[str]:
@@ -135,7 +137,8 @@ def _join_and_collapse(data: bytes) -> bytes:
     """
     a = np.frombuffer(data, dtype=np.uint8)
     n = len(a)
-    if n < 2 or np.count_nonzero(a < 28) != np.count_nonzero((a - np.uint8(9)) <= 4):
+    # (a - 14) wraps bytes 0-13 round to 242-255, so its minimum is below 14 only for a byte in 14-27
+    if n < 2 or a.min() < 9 or (a - np.uint8(14)).min() < 14:
         return " ".join(_OCR_HYPHEN.sub("", data.decode()).split()).encode()
     ws = a <= _SPACE
     prev = a[:-1]
@@ -144,7 +147,9 @@ def _join_and_collapse(data: bytes) -> bytes:
     is_dash = a[events] == _DASH
     drop = events[~is_dash] + 1
     if is_dash.any():
-        joins = _ocr_hyphens(data, events[is_dash].tolist())
+        dashes = events[is_dash]
+        dashes = dashes[_WORDISH[a[dashes - 1]] & (dashes > 0)]  # a list item's "- " has no word before it
+        joins = _ocr_hyphens(data, dashes.tolist())
         if joins:
             j = np.array(joins, dtype=np.int64)
             drop = np.union1d(drop, np.concatenate((j, j + 1)))
