@@ -34,8 +34,8 @@ CHILD = """
 import sys, dagster as dg
 from codex_pipeline.defs.assets import assets_by_dataset
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-raw, chunks = assets_by_dataset["narrative"][:2]
-r = dg.materialize([raw, chunks], partition_key=sys.argv[2], instance=dg.DagsterInstance.ephemeral(),
+steps = [a for a in assets_by_dataset["narrative"] if dg.AssetKey(["narrative", "embeddings"]) not in a.keys]
+r = dg.materialize(steps, partition_key=sys.argv[2], instance=dg.DagsterInstance.ephemeral(),
                    resources={"warehouse": CodexWarehouse(data_dir=sys.argv[1]), "embedding": EmbeddingSettings()},
                    raise_on_error=False)
 m = r.asset_materializations_for_node("narrative__chunks")
