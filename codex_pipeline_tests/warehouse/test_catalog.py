@@ -121,7 +121,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # dies mid-write: no publish, no cleanup
 
 
 def test_a_writer_killed_mid_write_leaves_nothing_the_next_run_keeps(
-    warehouse: Warehouse, capsys: pytest.CaptureFixture[str]
+    warehouse: Warehouse, capsys: pytest.CaptureFixture[str], fake_code_location: object
 ) -> None:
     land(warehouse, "narrative", DAY, FIXTURES / "narrative")
     killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(warehouse.root), DAY], capture_output=True, text=True)
