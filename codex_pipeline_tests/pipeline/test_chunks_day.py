@@ -72,31 +72,26 @@ def test_a_contract_failure_quarantines_and_reports_the_failed_checks(warehouse:
     assert log.at("error") == list(done.warnings) and "chunk contract failed" in done.warnings[0]
 
 
-_MODE = {"cut": "a"}
+def _paragraph_chunker(name: str):
+    """One chunk per paragraph, its section named ``<name>.<k>``; the name "bad" lies about a count."""
+    def chunker(doc, limits=None):
+        paragraphs = [p for p in doc.text.split("\n\n") if p.strip()]
+        starts = [doc.text.index(p) for p in paragraphs]
+        return [ChunkDraft(f"{name}.{k}", "narrative_window", p, ((at, at + len(p)),), count_tokens(p) + (name == "bad"))
+                for k, (p, at) in enumerate(zip(paragraphs, starts))]
+    return chunker
 
 
-def _switchable_chunker(doc, limits=None):
-    """One chunk per paragraph, named by the mode; mode "bad" lies about a count."""
-    mode, text, out, pos = _MODE["cut"], doc.text, [], 0
-    for k, para in enumerate(p for p in text.split("\n\n") if p.strip()):
-        start = text.index(para, pos)
-        pos = start + len(para)
-        out.append(ChunkDraft(f"{mode}.{k}", "narrative_window", para, ((start, pos),),
-                              count_tokens(para) + (mode == "bad")))
-    return out
+def test_ids_that_vanish_are_redirected_across_a_quarantined_run(warehouse: Warehouse) -> None:
+    def spec(name: str) -> DatasetSpec:
+        return DatasetSpec("switchset", "chunk ids named by the run", NARRATIVE.load_day, _paragraph_chunker(name), "1.0")
 
-
-def test_ids_that_vanish_are_redirected_across_a_quarantined_run(warehouse: Warehouse, monkeypatch) -> None:
-    spec = DatasetSpec("switchset", "chunk ids that change with a mode", NARRATIVE.load_day, _switchable_chunker, "1.0")
     landing = warehouse.landing_dir("switchset", DAY)
     landing.mkdir(parents=True)
     (landing / "notes.txt").write_text("First paragraph here.\n\nSecond paragraph there.\n")
-    run_raw_day(spec, warehouse, DAY)
-    results = {}
-    for mode in ("a", "bad", "b"):
-        monkeypatch.setitem(_MODE, "cut", mode)
-        results[mode] = run_chunks_day(spec, warehouse, DAY)
-    assert [results[m].published for m in ("a", "bad", "b")] == [True, False, True]
+    run_raw_day(spec("a"), warehouse, DAY)
+    results = {name: run_chunks_day(spec(name), warehouse, DAY) for name in ("a", "bad", "b")}
+    assert [r.published for r in results.values()] == [True, False, True]
     assert results["bad"].redirects == {}  # a quarantined file publishes no ids, so it redirects none
     assert results["b"].redirects == {"content_hash": 2}  # against the last good file, kept as the baseline
     assert not warehouse.partition_path("switchset", "quarantine", DAY).exists()
