@@ -52,7 +52,9 @@ from codex_pipeline.retrieval.index import (
 from codex_pipeline.retrieval.types import Filters
 
 EXACT_VECTOR_LIMIT = 20_000
-"""A filter leaving at most this many chunks is searched exactly (every vector scored), not through the graph."""
+"""A collection, or a filter, leaving at most this many vectors is searched exactly (every vector scored), not
+through the graph: on the httpx docs' 805 propositions the graph's top 50 held 96.9 % of the exact top 50, and that
+cost 3.5 points of proposition recall in ``codex eval``; an exact scan of 20,000 vectors costs milliseconds."""
 CACHED_BATCHES = 64
 """Record batches kept per file (rows: 64 x 256 rows, ~15 MB): a query's hits and their neighbours read once."""
 _EPOCH = dt.date(1970, 1, 1)
@@ -318,7 +320,7 @@ class SearchIndex:
         n_allowed = int(allowed.sum()) if mask is not None else len(self.graph)
         if n_allowed == 0:
             return []
-        if mask is not None and n_allowed <= EXACT_VECTOR_LIMIT:
+        if n_allowed <= EXACT_VECTOR_LIMIT:
             rows = np.flatnonzero(allowed)
             vecs = np.asarray(self.graph.get(self.keys[rows]), np.float32)
             sims = vecs @ (query / (np.linalg.norm(query) or 1.0))

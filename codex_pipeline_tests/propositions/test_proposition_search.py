@@ -1,7 +1,8 @@
 """Propositions are searched through the dataset's search index, by the chunk ranking, with its filters.
 
 The sample OSHA cases are written with the library steps (raw, chunks, chunk vectors,
-offline propositions, their vectors); the Retriever builds the index itself.
+offline propositions, their vectors); the Retriever builds the index itself. Vectors
+come from the deterministic fake embedder (a statement's own text is its nearest vector).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import pytest
 import codex_pipeline
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.embeddings import Embedder, embed_partition, make_embedder
+from codex_pipeline.embeddings import Embedder, embed_partition
 from codex_pipeline.propositions import make_extractor
 from codex_pipeline.propositions.embed import embed_propositions_day
 from codex_pipeline.propositions.step import extract_day
 from codex_pipeline.propositions.table import TABLE
 from codex_pipeline.retrieval import Filters, Retriever, index_root, read_manifest
 from codex_pipeline.warehouse.storage import Warehouse
+from codex_pipeline_tests.fakes import FakeEmbedder
 
 SAMPLE = Path(codex_pipeline.__file__).parent / "sample_landing"
 DS = "osha_safety"
@@ -31,7 +33,7 @@ DAY = dt.date(2026, 11, 25)
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    return make_embedder("local")
+    return FakeEmbedder()
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """`Retriever` keeps its indexes current without any CLI code, and says when it cannot.
 
 Days are landed with the library steps (ingest → chunk → embed → write), never with the
-search-index step: the index is stale until a Retriever notices.
+search-index step: the index is stale until a Retriever notices. Vectors come from the
+deterministic fake embedder: what is tested is when the index is rebuilt, not MiniLM.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from codex_pipeline.embeddings import Embedder, embed_partition
 from codex_pipeline.retrieval import IndexBusy, Retriever, index_root, read_manifest
 from codex_pipeline.retrieval.corpus import build_lock, update_dataset_index
 from codex_pipeline.warehouse.storage import Warehouse
+from codex_pipeline_tests.fakes import FakeEmbedder
 
 DS = "narrative"
 D1, D2 = dt.date(2026, 11, 1), dt.date(2026, 11, 2)
@@ -39,6 +41,11 @@ def land_day(wh: Warehouse, embedder: Embedder, day: dt.date, files: dict[str, s
     wh.write(raw, DS, "raw", day)
     wh.write(chunks, DS, "chunks", day)
     wh.write(emb.append_column("partition_date", pa.array([day] * emb.num_rows, pa.date32())), DS, "embeddings", day)
+
+
+@pytest.fixture
+def embedder() -> Embedder:
+    return FakeEmbedder()
 
 
 @pytest.fixture
