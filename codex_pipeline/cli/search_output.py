@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from codex_pipeline.retrieval import Hit, PropositionHit
 
@@ -14,24 +15,23 @@ CONTEXT_CHARS = 100
 
 def print_hits(hits: Sequence[Hit], as_json: bool, searched: Sequence[str]) -> None:
     """Chunk hits: score and ids, then locator, evidence span and text, and a short context."""
-    if as_json:
-        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=1))
-        return
-    for i, hit in enumerate(hits, 1):
-        print(render_hit(i, hit))
-    if not hits:
-        print(f"  (no hits in {', '.join(searched) or 'any dataset: no search index yet'})")
+    _print(hits, as_json, render_hit, f"  (no hits in {', '.join(searched) or 'any dataset: no search index yet'})")
 
 
 def print_proposition_hits(hits: Sequence[PropositionHit], as_json: bool) -> None:
     """Proposition hits: score and ids, then the statement, its evidence spans and its parent chunk."""
+    _print(hits, as_json, render_proposition,
+           "  (no propositions: materialize [dataset, propositions] for a dataset that opts in)")
+
+
+def _print(hits: Sequence[Any], as_json: bool, render: Callable[[int, Any], str], nothing: str) -> None:
     if as_json:
         print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=1))
         return
-    for i, h in enumerate(hits, 1):
-        print(render_proposition(i, h))
+    for i, hit in enumerate(hits, 1):
+        print(render(i, hit))
     if not hits:
-        print("  (no propositions: materialize [dataset, propositions] for a dataset that opts in)")
+        print(nothing)
 
 
 def print_warnings(warnings: Sequence[str]) -> None:
