@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from codex_pipeline.retrieval.corpus import (
     SOURCE_TABLES,
@@ -24,7 +25,7 @@ from codex_pipeline.retrieval.corpus import (
     index_root,
     update_dataset_index,
 )
-from codex_pipeline.retrieval.index import read_manifest
+from codex_pipeline.retrieval.index import CURRENT_FILE, read_manifest
 from codex_pipeline.warehouse.storage import Warehouse
 
 Embedding = tuple[str, str]
@@ -33,16 +34,15 @@ Stamp = tuple[tuple[int, int] | None, ...]
 
 def inputs_stamp(wh: Warehouse, dataset: str) -> Stamp:
     """(mtime, inode) of each source table's folder and of the document index: changes with any partition write."""
-    paths = [wh.table_dir(dataset, t) for t in SOURCE_TABLES] + [wh.documents_path(dataset)]
-    out: list[tuple[int, int] | None] = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except FileNotFoundError:
-            out.append(None)
-            continue
-        out.append((st.st_mtime_ns, st.st_ino))
-    return tuple(out)
+    return tuple(_stat(p) for p in [*(wh.table_dir(dataset, t) for t in SOURCE_TABLES), wh.documents_path(dataset)])
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_ino
 
 
 @dataclass
@@ -50,16 +50,16 @@ class IndexKeeper:
     """Rebuilds the stale indexes of one warehouse on behalf of a reader (see the module docstring)."""
 
     warehouse: Warehouse
-    _checked: dict[str, tuple[Stamp, Embedding | None]] = field(default_factory=dict)
+    _checked: dict[str, tuple[Stamp, tuple[int, int] | None, Embedding | None]] = field(default_factory=dict)
 
     def check(self, dataset: str, embedding: Embedding | None) -> str | None:
         """Bring ``dataset``'s index up to date; returns a warning when the last good version must serve instead."""
         wh = self.warehouse
-        key = (inputs_stamp(wh, dataset), embedding)
-        if self._checked.get(dataset) == key:
+        inputs, pointer = inputs_stamp(wh, dataset), index_root(wh, dataset) / CURRENT_FILE
+        if self._checked.get(dataset) == (inputs, _stat(pointer), embedding):
             return None
         if not wh.has_files(dataset, "chunks") or index_is_current(wh, dataset, embedding):
-            self._checked[dataset] = key  # nothing to build from (the index is the truth), or nothing changed
+            self._checked[dataset] = (inputs, _stat(pointer), embedding)  # nothing to build from, or nothing changed
             return None
         live = read_manifest(index_root(wh, dataset))
         servable = live is not None and live.current_format
@@ -75,5 +75,5 @@ class IndexKeeper:
                 raise
             return (f"{dataset}: the search index is out of date and could not be rebuilt ({exc}); these hits come "
                     f"from the last good version {live.version} (built {live.built_at})")
-        self._checked[dataset] = key
+        self._checked[dataset] = (inputs, _stat(pointer), embedding)  # the inputs as they were before the build
         return None

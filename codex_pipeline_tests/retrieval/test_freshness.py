@@ -96,3 +96,12 @@ def test_rebuild_false_searches_the_index_as_it_is(wh: Warehouse, embedder: Embe
     land_day(wh, embedder, D2, {"bridge.txt": QUOKKA})
     frozen = Retriever(wh.root, embedder=embedder, rebuild=False)
     assert frozen.search("quokka underpass", k=3, mode="bm25") == []
+
+
+def test_a_removed_index_is_built_again(wh: Warehouse, embedder: Embedder) -> None:
+    import shutil
+
+    retriever = Retriever(wh.root, embedder=embedder)
+    shutil.rmtree(index_root(wh, DS))
+    hits = retriever.search("reading room budget", k=1, mode="bm25")
+    assert hits and read_manifest(index_root(wh, DS)) is not None
