@@ -34,7 +34,7 @@ TARGET = 0.25
 
 def paragraphs(corpus: Path) -> list[str]:
     files = sorted(p for p in corpus.rglob("*") if p.suffix in {".md", ".txt", ".mbox"} and p.name != "README.md")
-    paras = []
+    paras: list[str] = []
     for p in files:
         text = p.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
         paras.extend(s.strip("\n") for s in text.split("\n\n") if s.strip())

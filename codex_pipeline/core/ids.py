@@ -6,6 +6,7 @@ import hashlib
 import logging
 import re
 import unicodedata
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,6 +33,19 @@ def make_chunk_id(doc_id: str, section_id: str) -> str:
         raise ValueError("doc_id and section_id must not contain U+001F")
     digest = hashlib.sha256(f"{doc_id}{_SEP}{section_id}".encode()).hexdigest()
     return CHUNK_ID_PREFIX + digest[:16]
+
+
+def chunk_id_of(doc_id: str) -> Callable[[str], str]:
+    """``make_chunk_id`` for the sections of one document: its ``doc_id`` encoded once."""
+    prefix = f"{doc_id}{_SEP}".encode()
+    sha256 = hashlib.sha256
+
+    def chunk_id(section_id: str) -> str:
+        if _SEP in section_id:
+            raise ValueError("doc_id and section_id must not contain U+001F")
+        return CHUNK_ID_PREFIX + sha256(prefix + section_id.encode()).hexdigest()[:16]
+
+    return chunk_id
 
 
 def content_hash(text: str) -> str:

@@ -13,7 +13,13 @@ import pyarrow as pa
 
 from codex_pipeline.core.contract import CHUNK_SCHEMA, ChunkType
 from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.core.ids import RevisionLedger, content_hash, locator_uid, make_chunk_id, make_locator
+from codex_pipeline.core.ids import (
+    RevisionLedger,
+    chunk_id_of,
+    content_hash,
+    locator_uid,
+    make_chunk_id,
+)
 from codex_pipeline.core.locators import addresses, pad_width
 
 ROW_FORMAT = "2"
@@ -69,6 +75,7 @@ def evidence_anchor(draft: ChunkDraft, xpath: str | None) -> str:
     return json.dumps(anchor, separators=(",", ":"), ensure_ascii=False)
 
 
+_TYPE_VALUES: dict[ChunkType | str, str] = {t: t.value for t in ChunkType}  # Enum.value is a Python-level property
 _metadata_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # one encoder, not one per row
 
 
@@ -88,7 +95,11 @@ class RowBuffer:
         self.ledger = ledger or RevisionLedger()  # rev8, or rev12 on a collision (seed 003)
 
     def add_document(self, doc: SourceDocument, drafts: Iterable[ChunkDraft]) -> int:
-        """Append one document's drafts in reading order; returns the number added."""
+        """Append one document's drafts in reading order; returns the number added.
+
+        Ids and locators are ``make_chunk_id`` and ``make_locator`` with what they share
+        across the document's rows computed once (the tests compare the two).
+        """
         drafts = list(drafts)
         uid = locator_uid(doc.record_id)
         rev = self.ledger.revision(uid, doc.text)
@@ -96,30 +107,36 @@ class RowBuffer:
         width = pad_width(addrs)
         run = self.run
         doc_id = doc.doc_id
+        if drafts:
+            make_chunk_id(doc_id, "")  # refuses a doc_id holding the separator, once
+        id_of = chunk_id_of(doc_id)
+        head = f"{uid}|r={rev}|s="
+        xpaths = bool(doc.xpaths)
         append = self.rows.append
         n = 0
         for seq, (d, a) in enumerate(zip(drafts, addrs)):
-            chunk_type = d.chunk_type.value if isinstance(d.chunk_type, ChunkType) else d.chunk_type
+            text = d.text
+            parent = d.parent_section_id
             append(
                 (
-                    make_chunk_id(doc_id, d.section_id),
+                    id_of(d.section_id),
                     doc_id,
                     d.section_id,
-                    d.text,
-                    chunk_type,
+                    text,
+                    _TYPE_VALUES.get(d.chunk_type, d.chunk_type),
                     d.token_count,
-                    len(d.text),
+                    len(text),
                     seq,
-                    make_chunk_id(doc_id, d.parent_section_id) if d.parent_section_id else None,
-                    evidence_anchor(d, _xpath_at(doc, d.spans[0][0])),
+                    id_of(parent) if parent else None,
+                    evidence_anchor(d, _xpath_at(doc, d.spans[0][0]) if xpaths else None),
                     None,  # embedding_model: filled by the embeddings view
                     None,  # embedding_version
                     run.chunked_at,
                     run.chunking_version,
                     run.dataset,
                     run.partition_date,
-                    make_locator(uid, rev, a.section, a.page, a.block, width),
-                    content_hash(d.text),
+                    f"{head}{a.section}|p={str(a.page).zfill(width)}|b={str(a.block).zfill(width)}",
+                    content_hash(text),
                     _metadata_json(d.metadata) if d.metadata else None,
                 )
             )

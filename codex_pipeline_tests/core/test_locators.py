@@ -107,3 +107,27 @@ def test_row_buffer_locators_sort_in_reading_order() -> None:
     rows = buf.to_table().select(["seq_index", "locator"]).to_pylist()
     assert rows[7]["locator"] == f"big.txt|r={revision8(text)}|s=p000|p=0000|b=0007"  # 1,200 blocks: 4 digits
     assert [r["seq_index"] for r in sorted(rows, key=lambda r: r["locator"])] == list(range(1200))
+
+
+def test_row_buffer_ids_and_locators_equal_the_public_recipes() -> None:
+    from codex_pipeline.core.contract import ChunkType
+    from codex_pipeline.core.ids import make_chunk_id
+
+    text = "".join(f"Part {i}. " for i in range(40))
+    doc = SourceDocument("urn:aprs:docs:odd|id%1", "odd|id%1", text, "odd.md")
+    drafts = [_draft("s.0", 0, page=3), _draft("s.1", 9, "s.0", page=3), _draft("s.2", 18, "s.1"),
+              ChunkDraft("s.3", ChunkType.DOC_SECTION, "x", ((27, 28),), 1, parent_section_id="s.0", page=1200)]
+    buf = RowBuffer(ChunkRun("docs", dt.date(2026, 11, 24), "1", dt.datetime.now(dt.UTC)))
+    buf.add_document(doc, drafts)
+    rows = buf.to_table().to_pylist()
+    addrs = addresses((), drafts)
+    uid, rev = locator_uid(doc.record_id), revision8(text)
+    for row, d, a in zip(rows, drafts, addrs):
+        assert row["chunk_id"] == make_chunk_id(doc.doc_id, d.section_id)
+        assert row["parent_chunk_id"] == (make_chunk_id(doc.doc_id, d.parent_section_id) if d.parent_section_id else None)
+        assert row["locator"] == make_locator(uid, rev, a.section, a.page, a.block, width=4)
+        assert row["chunk_type"] == "doc_section" and type(row["chunk_type"]) is str
+    with pytest.raises(ValueError):
+        buf.add_document(doc, [_draft("bad\x1fsection", 0)])
+    with pytest.raises(ValueError):
+        buf.add_document(SourceDocument("urn:aprs:docs:a\x1f", "a", "x", "a.md"), [_draft("s", 0)])
