@@ -127,6 +127,7 @@ def test_ais_positions_is_raw_only(warehouse) -> None:
                        "field 'lat' fails 'between -90 and 90' (got 95.1032)"]
 
 
+@pytest.mark.slow  # every sample day through Dagster (~25 s); quick: pipeline/test_chunks_day, test_materialize_chunked_dataset
 @pytest.mark.parametrize("dataset", sorted(CHUNKED) + ["ais_positions"])
 def test_sample_landing_days_materialize(warehouse, dataset: str) -> None:
     """The bundled sample days (what `codex demo` runs) pass the contract check, rejects included."""

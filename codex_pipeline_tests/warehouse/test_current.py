@@ -25,6 +25,7 @@ from codex_pipeline.explore.navigation import ChunkCollection
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING
+from codex_pipeline_tests.fakes import FakeEmbedding
 
 D1, D2, D3, D4 = (dt.date(2026, 11, d) for d in (1, 2, 3, 4))
 NARRATIVE = get_dataset("narrative")
@@ -34,13 +35,15 @@ COUNCIL = (FIXTURES / "narrative" / "council-recess-statement.txt").read_text()
 NOTICE = "urn:aprs:narrative:notice.txt"
 
 
-def materialize(wh: Warehouse, day: dt.date, spec: DatasetSpec = NARRATIVE, embed: bool = False) -> dg.ExecuteInProcessResult:
-    """raw -> chunks (-> embeddings) of one day through Dagster; every check must pass."""
+def materialize(wh: Warehouse, day: dt.date, spec: DatasetSpec = NARRATIVE, embed: bool = False,
+                embedding: EmbeddingSettings | None = None) -> dg.ExecuteInProcessResult:
+    """raw -> chunks (-> embeddings, the real model unless ``embedding`` says otherwise) of one day
+    through Dagster; every check must pass."""
     assets = [a for a in build_dataset_assets(spec) if embed or dg.AssetKey([spec.name, "embeddings"]) not in a.keys]
     result = dg.materialize(
         assets,
         partition_key=day.isoformat(),
-        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings()},
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": embedding or EmbeddingSettings()},
         raise_on_error=False,
     )
     assert result.success
@@ -262,7 +265,7 @@ def test_seed_sql_returns_one_parent_for_a_hit_landed_twice(warehouse: Warehouse
         folder = warehouse.landing_dir(spec.name, day)
         folder.mkdir(parents=True)
         (folder / "permits.jsonl").write_text((FIXTURES / "permit_signals" / "permits.jsonl").read_text())
-        materialize(warehouse, day, spec, embed=True)
+        materialize(warehouse, day, spec, embed=True, embedding=FakeEmbedding())
     children = sql(warehouse, "SELECT chunk_id, parent_chunk_id FROM codex.permit_signals_chunks "
                               "WHERE parent_chunk_id IS NOT NULL ORDER BY chunk_id")
     assert children
