@@ -17,9 +17,10 @@ so rows it writes are never taken for, or reused as, MiniLM vectors.
 
 Where the fake is used:
 
-- :class:`FakeEmbedding` is the Dagster resource override (a subclass of
+- ``FakeEmbedding`` is the Dagster resource override (a subclass of
   :class:`~codex_pipeline.defs.resources.EmbeddingSettings`, so it satisfies the
-  assets' ``embedding: EmbeddingSettings`` parameter). ``materialize_dataset`` in
+  assets' ``embedding: EmbeddingSettings`` parameter; defined on first access, so
+  importing this module for the embedder alone imports no Dagster). ``materialize_dataset`` in
   ``conftest.py`` uses it unless a test passes another resource;
   :func:`embedding_resource` picks it or the real settings.
 - The tests' own child processes (``defs/run_child.py``, ``embeddings/embed_child.py``)
@@ -34,11 +35,14 @@ import hashlib
 import os
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from codex_pipeline.defs.resources import EmbeddingSettings
 from codex_pipeline.embeddings.base import BatchCallback, Embedder, EmbedResult
+
+if TYPE_CHECKING:
+    from codex_pipeline.defs.resources import EmbeddingSettings
 
 #: What goes into ``embedding_model``: never a real model's name.
 FAKE_MODEL = "codex-test-fake-embedder"
@@ -106,13 +110,29 @@ class FakeEmbedder:
         return EmbedResult(out, requests)
 
 
-class FakeEmbedding(EmbeddingSettings):
-    """The embedding resource of wiring tests: builds a :class:`FakeEmbedder` whatever ``kind`` says."""
+@functools.cache
+def _fake_embedding_class() -> type:
+    """:class:`FakeEmbedding`, defined on first use: the fake embedder alone imports no Dagster
+    (the tests' child processes that only embed start faster)."""
+    from codex_pipeline.defs.resources import EmbeddingSettings
 
-    fake_dimensions: int = FAKE_DIMENSIONS
+    class FakeEmbedding(EmbeddingSettings):
+        """The embedding resource of wiring tests: builds a :class:`FakeEmbedder` whatever ``kind`` says."""
 
-    def build(self) -> Embedder:  # type: ignore[override]
-        return FakeEmbedder(self.fake_dimensions, batch_size=self.local_batch_size)
+        fake_dimensions: int = FAKE_DIMENSIONS
+
+        def build(self) -> Embedder:  # type: ignore[override]
+            return FakeEmbedder(self.fake_dimensions, batch_size=self.local_batch_size)
+
+    FakeEmbedding.__module__ = __name__
+    FakeEmbedding.__qualname__ = "FakeEmbedding"
+    return FakeEmbedding
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FakeEmbedding":
+        return _fake_embedding_class()
+    raise AttributeError(name)
 
 
 def use_real_model() -> bool:
@@ -125,8 +145,10 @@ def use_real_model() -> bool:
 
 def embedding_resource(real: bool | None = None, **config: object) -> EmbeddingSettings:
     """The real settings (``real=True``) or the fake; ``None`` follows ``$CODEX_TEST_EMBEDDER``."""
+    from codex_pipeline.defs.resources import EmbeddingSettings
+
     real = use_real_model() if real is None else real
-    return EmbeddingSettings(**config) if real else FakeEmbedding(**config)  # type: ignore[arg-type]
+    return EmbeddingSettings(**config) if real else _fake_embedding_class()(**config)  # type: ignore[arg-type]
 
 
 def child_embedder(batch_size: int) -> Embedder:

@@ -55,7 +55,7 @@ def make_openai(server: LoopbackOpenAI):
 @pytest.fixture(scope="session")
 @real_model_fixture
 def local_embedder():
-    """The packaged all-MiniLM-L6-v2, loaded once for the session."""
+    """The packaged all-MiniLM-L6-v2, loaded once for the session (its tests are in the slow lane)."""
     from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 
     e = LocalMiniLMEmbedder()

@@ -2,7 +2,11 @@
 
 Built with the library steps (ingest → chunk → embed), not Dagster, once per test
 session: the embedder is the real local model, so "vector search misses it" is a
-fact about all-MiniLM-L6-v2, not about a stand-in.
+fact about all-MiniLM-L6-v2, not about a stand-in. ``embedder`` is declared a
+real-model fixture: every test that uses it (through ``sample_tables``, ``indexed``,
+``retriever``) is in the slow lane; a module that tests index mechanics rather than
+semantics overrides ``embedder`` with the fake (``codex_pipeline_tests/fakes.py``) and
+stays in the quick lane.
 """
 
 from __future__ import annotations
