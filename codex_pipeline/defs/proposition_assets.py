@@ -15,6 +15,7 @@ from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
 from codex_pipeline.defs.environment import configured_extractor_kind
 from codex_pipeline.defs.partitions import daily_partitions
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, PropositionSettings
+from codex_pipeline.propositions.base import Extractor
 from codex_pipeline.propositions.run import PropositionsRun, run_proposition_embeddings, run_propositions
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE, TABLE
 
@@ -70,16 +71,15 @@ def build_propositions_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     return propositions
 
 
-def _propositions_result(run: PropositionsRun, extractor: object) -> dg.MaterializeResult:
+def _propositions_result(run: PropositionsRun, extractor: Extractor) -> dg.MaterializeResult:
     describe = getattr(extractor, "describe", None)
-    name = getattr(extractor, "name", "")
     return dg.MaterializeResult(
         metadata={
             **{k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in run.totals.items()},
-            "extractor": name,
-            "extractor_version": getattr(extractor, "version", ""),
-            "prompt_version": getattr(extractor, "prompt_version", ""),
-            "extractor_config": dg.MetadataValue.json(describe() if describe else {"extractor": name}),
+            "extractor": extractor.name,
+            "extractor_version": extractor.version,
+            "prompt_version": extractor.prompt_version,
+            "extractor_config": dg.MetadataValue.json(describe() if describe else {"extractor": extractor.name}),
             "cost_cap_reached": bool(run.stopped),
             "cost_cap_message": "; ".join(run.stopped) or "not reached",
             "run_cost_usd": round(run.run_cost_usd, 6),
