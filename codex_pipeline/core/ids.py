@@ -6,7 +6,7 @@ import hashlib
 import logging
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -93,23 +93,57 @@ def normalize_text(text: str) -> str:
     tabs, a lowercase ASCII letter) are joined; every run of whitespace (``str.split``'s)
     becomes one space; ends are stripped.
     """
-    return normalized_utf8(text).decode()
+    return normalized_utf8([text])[0].decode()
 
 
-def normalized_utf8(text: str) -> bytes:
-    """``normalize_text(text).encode()``, computed on the UTF-8 bytes with whole-array scans.
+def revision_digest(text: str) -> str:
+    """SHA-1 hex of the normalized document text: ``rev8`` is its first 8 chars, ``rev12`` its first 12."""
+    return revision_digests([text])[0]
+
+
+def revision_digests(texts: Sequence[str]) -> list[str]:
+    """``revision_digest`` of many texts, normalized together (see :func:`normalized_utf8`)."""
+    sha1 = hashlib.sha1
+    return [sha1(b).hexdigest() for b in normalized_utf8(texts)]
+
+
+BATCH_BYTES = 8_000_000
+"""UTF-8 bytes normalized in one pass (a copy of them is held while it runs)."""
+
+
+def normalized_utf8(texts: Sequence[str]) -> list[bytes]:
+    """``normalize_text(t).encode()`` of each text, computed on UTF-8 bytes with whole-array scans.
 
     Every chunk run hashes every document, so this is on the chunk step's hot path. Instead
     of a regex tried at each position and a list of every word, it finds the few places
-    that change (runs of whitespace, a ``-`` before whitespace) with numpy comparisons and
-    copies the bytes between them. NFC runs only when a character could change under it.
-    The seed's definition is kept, step for step, by the property test beside it.
+    that change (runs of whitespace, a ``-`` before whitespace) with numpy comparisons over
+    the texts laid end to end, and copies the bytes between them. NFC runs only on a text
+    with a character that could change under it. The seed's definition is kept, step for
+    step, by the property tests beside it.
     """
+    out: list[bytes] = []
+    batch: list[bytes] = []
+    size = 0
+    for text in texts:
+        data = _unicode_steps(text)
+        if batch and size + len(data) > BATCH_BYTES:
+            out += _join_and_collapse(batch)
+            batch, size = [], 0
+        batch.append(data)
+        size += len(data) + 1
+    if batch:
+        out += _join_and_collapse(batch)
+    return out
+
+
+def _unicode_steps(text: str) -> bytes:
+    """NFC, the page step and wide spaces turned into an ASCII stand-in; the result as UTF-8."""
     data = text.encode()
     t = text
     wide: frozenset[str] = frozenset()
     if not text.isascii():
-        chars = _non_ascii_chars(data)
+        a = np.frombuffer(data, dtype=np.uint8)
+        chars = set(a[np.flatnonzero(a >= 0x80)].tobytes().decode())  # the non-ASCII bytes, decoded together
         if not _nfc_stable(chars):
             t = unicodedata.normalize("NFC", t)
             chars = {c for c in t if c > "\x7f"}
@@ -118,13 +152,7 @@ def normalized_utf8(text: str) -> bytes:
         t = "\n".join(_strip_running_lines(t.split("\f")))
     for c in sorted(wide):  # after the page step, which compares lines with their own spaces
         t = t.replace(c, _WIDE_STANDIN)
-    return _join_and_collapse(data if t is text else t.encode())
-
-
-def _non_ascii_chars(data: bytes) -> set[str]:
-    """The distinct non-ASCII characters of UTF-8 ``data`` (its non-ASCII bytes, decoded together)."""
-    a = np.frombuffer(data, dtype=np.uint8)
-    return set(a[np.flatnonzero(a >= 0x80)].tobytes().decode())
+    return data if t is text else t.encode()
 
 
 def _nfc_stable(chars: set[str]) -> bool:
@@ -143,38 +171,50 @@ def _nfc_stable(chars: set[str]) -> bool:
     return unicodedata.normalize("NFC", probe) is probe
 
 
-def _join_and_collapse(data: bytes) -> bytes:
+_GAP = b"#"  # laid between texts: neither whitespace, "-", nor a word character
+
+
+def _join_and_collapse(datas: list[bytes]) -> list[bytes]:
     """OCR hyphens joined, whitespace runs collapsed to one space, ends stripped (UTF-8 in and out).
 
     Whitespace here is ASCII only (bytes 9-13 and 28-32): wider spaces were replaced by a
-    stand-in before encoding. A byte below 32 that is not whitespace takes the plain path.
+    stand-in before. A text with a byte below 32 that is not whitespace takes the plain path.
     """
-    a = np.frombuffer(data, dtype=np.uint8)
+    whole = _GAP.join(datas)
+    a = np.frombuffer(whole, dtype=np.uint8)
     n = len(a)
     # (a - 14) wraps bytes 0-13 round to 242-255, so its minimum is below 14 only for a byte in 14-27
     if n < 2 or a.min() < 9 or (a - np.uint8(14)).min() < 14:
-        return " ".join(_OCR_HYPHEN.sub("", data.decode()).split()).encode()
+        if len(datas) > 1:
+            return [x for d in datas for x in _join_and_collapse([d])]
+        return [" ".join(_OCR_HYPHEN.sub("", whole.decode()).split()).encode()]
     ws = a <= _SPACE
-    prev = a[:-1]
     # i where byte i+1 is whitespace and byte i is whitespace (i+1 goes) or "-" (a hyphen candidate)
-    events = np.flatnonzero(ws[1:] & (ws[:-1] | (prev == _DASH)))
+    events = np.flatnonzero(ws[1:] & (ws[:-1] | (a[:-1] == _DASH)))
     is_dash = a[events] == _DASH
-    drop = events[~is_dash] + 1
+    ends = np.cumsum([len(d) + 1 for d in datas]) - 1  # where each text's gap byte is (one past the last)
+    drop = np.concatenate((events[~is_dash] + 1, ends[:-1]))  # the gaps go too, so no kept stretch crosses one
     if is_dash.any():
         dashes = events[is_dash]
         dashes = dashes[_WORDISH[a[dashes - 1]] & (dashes > 0)]  # a list item's "- " has no word before it
-        joins = _ocr_hyphens(data, dashes.tolist())
+        joins = _ocr_hyphens(whole, dashes.tolist())
         if joins:
             j = np.array(joins, dtype=np.int64)
-            drop = np.union1d(drop, np.concatenate((j, j + 1)))
+            drop = np.concatenate((drop, j, j + 1))
+    drop = np.unique(drop)
     # every whitespace byte becomes a space (against an array: numpy's vector loop; a scalar is not)
-    out = np.maximum(a, np.full(n, _SPACE, dtype=np.uint8)).tobytes()
-    if len(drop):
-        cut = np.flatnonzero(np.diff(drop) != 1)
-        starts = [0, *(drop[cut] + 1).tolist(), int(drop[-1]) + 1]  # the kept stretches between dropped runs
-        ends = [int(drop[0]), *(drop[cut + 1]).tolist(), n]
-        out = b"".join([out[s:e] for s, e in zip(starts, ends)])
-    return out.strip(b" ")
+    spaced = np.maximum(a, np.full(n, _SPACE, dtype=np.uint8)).tobytes()
+    if not len(drop):
+        return [spaced.strip(b" ")]
+    cut = np.flatnonzero(np.diff(drop) != 1)
+    starts = np.concatenate(([0], drop[cut] + 1, drop[-1:] + 1))  # the kept stretches between dropped runs
+    stops = np.concatenate((drop[:1], drop[cut + 1], [n]))
+    owner = np.searchsorted(ends, starts, side="right").tolist()  # the text each stretch belongs to
+    pieces: list[list[bytes]] = [[] for _ in datas]
+    for k, s, e in zip(owner, starts.tolist(), stops.tolist()):
+        if s < e:
+            pieces[k].append(spaced[s:e])
+    return [b"".join(p).strip(b" ") for p in pieces]
 
 
 def _ocr_hyphens(data: bytes, dashes: list[int]) -> list[int]:
@@ -202,11 +242,6 @@ def _ocr_hyphens(data: bytes, dashes: list[int]) -> list[int]:
     return out
 
 
-def revision_digest(text: str) -> str:
-    """SHA-1 hex of the normalized document text: ``rev8`` is its first 8 chars, ``rev12`` its first 12."""
-    return hashlib.sha1(normalized_utf8(text)).hexdigest()
-
-
 def revision8(text: str) -> str:
     """Seed-003 ``rev8``: 8 hex of SHA-1 over ``normalize_text(doc)``."""
     return revision_digest(text)[:REV_SHORT]
@@ -225,7 +260,10 @@ class RevisionLedger:
         self.collisions: list[tuple[str, str]] = []
 
     def revision(self, doc_uid: str, text: str) -> str:
-        digest = revision_digest(text)
+        return self.revision_of_digest(doc_uid, revision_digest(text))
+
+    def revision_of_digest(self, doc_uid: str, digest: str) -> str:
+        """``revision`` of a text whose ``revision_digest`` the caller computed (e.g. many at once)."""
         short = digest[:REV_SHORT]
         first = self._seen.setdefault((doc_uid, short), digest)
         if first == digest:

@@ -19,6 +19,7 @@ from codex_pipeline.core.ids import (
     content_hash,
     locator_uid,
     make_chunk_id,
+    revision_digests,
 )
 from codex_pipeline.core.locators import addresses, pad_width
 
@@ -75,6 +76,7 @@ def evidence_anchor(draft: ChunkDraft, xpath: str | None) -> str:
     return json.dumps(anchor, separators=(",", ":"), ensure_ascii=False)
 
 
+_LOCATOR = CHUNK_SCHEMA.names.index("locator")
 _TYPE_VALUES: dict[ChunkType | str, str] = {t: t.value for t in ChunkType}  # Enum.value is a Python-level property
 _metadata_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # one encoder, not one per row
 
@@ -91,18 +93,24 @@ class RowBuffer:
 
     def __init__(self, run: ChunkRun, ledger: RevisionLedger | None = None) -> None:
         self.run = run
-        self.rows: list[tuple[Any, ...]] = []
+        self.rows: list[tuple[Any, ...]] = []  # the locator column holds (document, tail) until to_table
         self.ledger = ledger or RevisionLedger()  # rev8, or rev12 on a collision (seed 003)
+        self._heads: list[str] = []  # per document added: "{doc_uid}|r={rev}|s=", once its rev is known
+        self._pending: list[tuple[str, str]] = []  # (doc_uid, text) of documents whose rev is not yet known
 
     def add_document(self, doc: SourceDocument, drafts: Iterable[ChunkDraft]) -> int:
         """Append one document's drafts in reading order; returns the number added.
+
+        The document's ``rev`` (and so its locators) is computed in :meth:`to_table`, for all
+        documents added by then in one pass, in the order they were added.
 
         Ids and locators are ``make_chunk_id`` and ``make_locator`` with what they share
         across the document's rows computed once (the tests compare the two).
         """
         drafts = list(drafts)
         uid = locator_uid(doc.record_id)
-        rev = self.ledger.revision(uid, doc.text)
+        k = len(self._heads) + len(self._pending)  # revisions are computed for all documents at once, in to_table
+        self._pending.append((uid, doc.text))
         addrs = addresses(doc.blocks, drafts)
         width = pad_width(addrs)
         run = self.run
@@ -110,7 +118,6 @@ class RowBuffer:
         if drafts:
             make_chunk_id(doc_id, "")  # refuses a doc_id holding the separator, once
         id_of = chunk_id_of(doc_id)
-        head = f"{uid}|r={rev}|s="
         xpaths = bool(doc.xpaths)
         append = self.rows.append
         n = 0
@@ -135,7 +142,7 @@ class RowBuffer:
                     run.chunking_version,
                     run.dataset,
                     run.partition_date,
-                    f"{head}{a.section}|p={str(a.page).zfill(width)}|b={str(a.block).zfill(width)}",
+                    (k, f"{a.section}|p={str(a.page).zfill(width)}|b={str(a.block).zfill(width)}"),
                     content_hash(text),
                     _metadata_json(d.metadata) if d.metadata else None,
                 )
@@ -143,8 +150,21 @@ class RowBuffer:
             n += 1
         return n
 
+    def _resolve_revisions(self) -> None:
+        """The rev of every document added since the last call: one normalization pass over all of them."""
+        if not self._pending:
+            return
+        digests = revision_digests([text for _, text in self._pending])
+        for (uid, _), digest in zip(self._pending, digests):  # in the order added: the ledger's first text wins
+            self._heads.append(f"{uid}|r={self.ledger.revision_of_digest(uid, digest)}|s=")
+        self._pending = []
+
     def to_table(self) -> pa.Table:
+        self._resolve_revisions()
         columns: list[tuple[Any, ...]] = list(zip(*self.rows)) if self.rows else [() for _ in CHUNK_SCHEMA]
+        if self.rows:
+            heads = self._heads
+            columns[_LOCATOR] = tuple([heads[k] + tail for k, tail in columns[_LOCATOR]])
         return pa.Table.from_arrays(
             [pa.array(col, type=f.type) for col, f in zip(columns, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA
         )

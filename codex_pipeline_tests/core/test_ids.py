@@ -86,3 +86,16 @@ def test_the_fast_path_knows_this_pythons_unicode_tables() -> None:
     assert set(re.findall(r"\w", joined)) == {c for c in joined if c.isalnum() or c == "_"}  # \w as the scan tests it
     below = "".join(every[:0x300])
     assert unicodedata.is_normalized("NFC", below) and not any(unicodedata.combining(c) for c in below)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=_ALPHABET, max_size=80), max_size=12))
+def test_texts_normalized_together_equal_one_by_one(texts: list[str]) -> None:
+    assert ids.normalized_utf8(texts) == [seed_normalize_text(t).encode() for t in texts]
+    assert ids.revision_digests(texts) == [ids.revision_digest(t) for t in texts]
+
+
+def test_a_batch_splits_at_its_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ids, "BATCH_BYTES", 10)
+    texts = ["exam-\nple  one", "", "-\nb", "x\x01 y", "tail-\n  end "]
+    assert ids.normalized_utf8(texts) == [seed_normalize_text(t).encode() for t in texts]

@@ -131,3 +131,14 @@ def test_row_buffer_ids_and_locators_equal_the_public_recipes() -> None:
         buf.add_document(doc, [_draft("bad\x1fsection", 0)])
     with pytest.raises(ValueError):
         buf.add_document(SourceDocument("urn:aprs:docs:a\x1f", "a", "x", "a.md"), [_draft("s", 0)])
+
+
+def test_row_buffer_revisions_are_resolved_in_the_order_documents_were_added() -> None:
+    a, b = COLLIDING
+    buf = RowBuffer(ChunkRun("docs", dt.date(2026, 11, 24), "1", dt.datetime.now(dt.UTC)))
+    for text in (a, b):
+        buf.add_document(SourceDocument("urn:aprs:docs:same", "same", text, "same.md"), [_draft("s", 0)])
+    first, second = (parse_locator(r["locator"]) for r in buf.to_table().to_pylist())
+    assert first is not None and second is not None
+    assert first["rev"] == revision8(a) and len(second["rev"]) == 12  # the collision policy, as one text at a time
+    assert buf.to_table().column("locator").to_pylist() == buf.to_table().column("locator").to_pylist()
