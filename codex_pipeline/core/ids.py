@@ -201,7 +201,7 @@ def _join_and_collapse(datas: list[bytes]) -> list[bytes]:
         if joins:
             j = np.array(joins, dtype=np.int64)
             drop = np.concatenate((drop, j, j + 1))
-    drop = np.unique(drop)
+    drop.sort()  # no position twice: a gap is no whitespace, and a joined dash and its next byte follow no whitespace
     # every whitespace byte becomes a space (against an array: numpy's vector loop; a scalar is not)
     spaced = np.maximum(a, np.full(n, _SPACE, dtype=np.uint8)).tobytes()
     if not len(drop):
