@@ -52,17 +52,18 @@ def heading_paths(blocks: Sequence[Block]) -> tuple[list[int], list[str]]:
     heads = sorted((b.start, int(b.key)) for b in blocks if b.kind == "heading" and b.key.isdigit())
     starts: list[int] = []
     paths: list[str] = []
-    stack: list[tuple[int, int]] = []  # (level, number among its siblings)
+    stack: list[tuple[int, str]] = []  # (level, dot path) of the open headings
     children = [0]  # children[d]: headings seen so far under the open heading at depth d (0: the document)
     for start, level in heads:
         while stack and stack[-1][0] >= level:
             stack.pop()
             children.pop()
         children[-1] += 1
-        stack.append((level, children[-1]))
+        path = f"{stack[-1][1]}.{children[-1]}" if stack else str(children[-1])
+        stack.append((level, path))
         children.append(0)
         starts.append(start)
-        paths.append(".".join(str(n) for _, n in stack))
+        paths.append(path)
     return starts, paths
 
 
