@@ -24,6 +24,10 @@ from codex_pipeline.embeddings.local_minilm import (
     verify_weights,
 )
 
+#: The real model's weights, vectors and long-input policy: the slow lane (an install without the
+#: [local] extra has neither torch nor the weights package).
+pytestmark = pytest.mark.slow
+
 # A council item first (well over the 254-wordpiece limit on its own), then a long
 # passage on an unrelated topic that a truncating encoder never sees.
 COUNCIL = " ".join(
@@ -56,7 +60,6 @@ def test_packaged_weights_are_the_official_file() -> None:
     assert verify_weights(packaged_model_dir()) == OFFICIAL_WEIGHTS_SHA256
 
 
-@pytest.mark.slow  # loads and runs the real model in a child process
 def test_loads_and_embeds_with_no_network(tmp_path: Path) -> None:
     """In a fresh process whose sockets refuse to connect, with no HF env vars set."""
     script = textwrap.dedent(
