@@ -122,11 +122,6 @@ def pytest_configure(config: pytest.Config) -> None:
     a later test starts (a process pool's exit, which terminates its workers, waited forever)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    config.addinivalue_line(
-        "markers",
-        "slow: needs the real embedding model, a browser, PostgreSQL/Redis or the shared corpora, or takes "
-        "more than a few seconds (quick lane: -m 'not slow'; everything: -m 'slow or not slow')",
-    )
 
 
 @pytest.fixture
