@@ -1,12 +1,13 @@
 """Shared test helpers: a throw-away data directory, Dagster materializations into it, and the lanes.
 
 Lanes. ``slow`` marks tests that need the real embedding model, a browser (``ui/``),
-PostgreSQL and Redis (``deploy/``), the shared corpora beside the checkout, or that
-take more than a few seconds for other reasons. ``pytest -m "not slow"`` is the
-quick lane (a developer's default run); ``pytest -m "slow or not slow"`` runs
-everything (CI). The rules are here (:func:`pytest_collection_modifyitems`: by
-folder, by fixture, by the shared-corpora skip); a test file marks a test itself
-only where no rule fits.
+PostgreSQL and Redis servers (``deploy/``'s server fixtures), the shared corpora beside
+the checkout, or that take more than a few seconds for other reasons. ``pytest`` runs
+the quick lane (``-m 'not slow'`` in pyproject's addopts: a developer's default run);
+``pytest -m "slow or not slow"`` runs everything (CI). The rules are here
+(:func:`pytest_collection_modifyitems`: by folder, by fixtures declared with
+:func:`slow_fixture` / :func:`real_model_fixture`, by the shared-corpora skip); a test
+file marks a test itself only where no rule fits.
 
 Embedder. Dagster wiring tests embed with the deterministic
 :class:`~codex_pipeline_tests.fakes.FakeEmbedder` (``materialize_dataset``'s
@@ -34,19 +35,27 @@ TESTS = Path(__file__).parent
 FIXTURES = TESTS / "fixtures"
 SAMPLE_LANDING = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sample_landing"
 
-#: Test folders whose every test is slow: a real browser, real PostgreSQL and Redis servers.
-SLOW_FOLDERS = frozenset({"ui", "deploy"})
+#: Test folders whose every test is slow: the Dagster UI in a real browser.
+SLOW_FOLDERS = frozenset({"ui"})
 #: Words in a skip reason that say a test reads the shared corpora beside the checkout.
 CORPORA_SKIP = "shared corpora"
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
 
-def real_model_fixture(fixture: _F) -> _F:
-    """Declare a fixture (apply before ``@pytest.fixture``) as loading the real embedding model:
-    every test that uses it, directly or through another fixture, is in the slow lane."""
-    fixture._codex_real_model = True  # type: ignore[attr-defined]
-    return fixture
+def slow_fixture(reason: str) -> Callable[[_F], _F]:
+    """Declare a fixture (apply before ``@pytest.fixture``) slow: every test that uses it,
+    directly or through another fixture, is in the slow lane."""
+
+    def declare(fixture: _F) -> _F:
+        fixture._codex_slow = reason  # type: ignore[attr-defined]
+        return fixture
+
+    return declare
+
+
+#: A fixture that loads the real embedding model (all-MiniLM-L6-v2): its tests are slow.
+real_model_fixture = slow_fixture("real embedding model")
 
 
 def _active_fixturedefs(info, name: str) -> list:  # type: ignore[no-untyped-def]
@@ -62,12 +71,16 @@ def _active_fixturedefs(info, name: str) -> list:  # type: ignore[no-untyped-def
     return active
 
 
-def _uses_real_model(item: pytest.Item) -> bool:
+def _slow_fixture_reason(item: pytest.Item) -> str | None:
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
-        return False
-    return any(getattr(d.func, "_codex_real_model", False)
-               for name in info.names_closure for d in _active_fixturedefs(info, name))
+        return None
+    for name in info.names_closure:
+        for fixturedef in _active_fixturedefs(info, name):
+            reason = getattr(fixturedef.func, "_codex_slow", None)
+            if reason:
+                return f"fixture {name}: {reason}"
+    return None
 
 
 def _reads_shared_corpora(item: pytest.Item) -> bool:
@@ -79,8 +92,9 @@ def slow_reason(item: pytest.Item) -> str | None:
     rel = Path(str(item.path)).resolve().relative_to(TESTS.resolve())
     if rel.parts[0] in SLOW_FOLDERS:
         return f"folder {rel.parts[0]}/"
-    if _uses_real_model(item):
-        return "real embedding model"
+    by_fixture = _slow_fixture_reason(item)
+    if by_fixture is not None:
+        return by_fixture
     if _reads_shared_corpora(item):
         return "shared corpora"
     return None

@@ -1,8 +1,9 @@
 """Real PostgreSQL and Redis servers for the scale-out tests, one of each per session.
 
-Both are started by the tests themselves (on free loopback ports, in temporary
-directories) and stopped afterwards; ``scripts/install_services.sh`` installs the
-Debian packages. Without them the tests skip, except under ``CI=true``, where a
+Tests that use them are in the slow lane (``slow_fixture``); the configuration tests
+beside them are quick. Both are started by the tests themselves (on free loopback
+ports, in temporary directories) and stopped afterwards; ``scripts/install_services.sh``
+installs the Debian packages. Without them the tests skip, except under ``CI=true``, where a
 missing server is a failure.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from codex_pipeline_tests.conftest import slow_fixture
 from codex_pipeline_tests.deploy.services import Postgres, Redis, missing_prerequisites, postgres_server, redis_server
 
 
@@ -34,6 +36,7 @@ def require_services() -> None:
 
 
 @pytest.fixture(scope="session")
+@slow_fixture("real PostgreSQL and Redis servers")
 def postgres() -> Iterator[Postgres]:
     require_services()
     with postgres_server() as pg:
@@ -41,6 +44,7 @@ def postgres() -> Iterator[Postgres]:
 
 
 @pytest.fixture(scope="session")
+@slow_fixture("real PostgreSQL and Redis servers")
 def redis_broker() -> Iterator[Redis]:
     require_services()
     with redis_server() as server:
