@@ -19,6 +19,7 @@ fixtures declared with :func:`real_model_fixture` (and so in the slow lane).
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import signal
 import sys
@@ -37,8 +38,9 @@ SAMPLE_LANDING = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sampl
 
 #: Test folders whose every test is slow: the Dagster UI in a real browser.
 SLOW_FOLDERS = frozenset({"ui"})
-#: Words in a skip reason that say a test reads the shared corpora beside the checkout.
-CORPORA_SKIP = "shared corpora"
+#: A skip reason that says a test reads the shared corpora beside the checkout
+#: ("shared corpora not present", "shared council corpus not present").
+CORPORA_SKIP = re.compile(r"\bshared\b.*\bcorp(?:us|ora)\b")
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
@@ -84,7 +86,7 @@ def _slow_fixture_reason(item: pytest.Item) -> str | None:
 
 
 def _reads_shared_corpora(item: pytest.Item) -> bool:
-    return any(CORPORA_SKIP in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif"))
+    return any(CORPORA_SKIP.search(str(m.kwargs.get("reason", ""))) for m in item.iter_markers("skipif"))
 
 
 def slow_reason(item: pytest.Item) -> str | None:

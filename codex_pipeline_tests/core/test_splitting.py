@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from codex_pipeline.core.splitting import bounded_split, token_windows
 from codex_pipeline.core.tokens import TokenizedText, count_tokens
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEXTS = sorted(p for p in (ROOT / "codex_pipeline" / "sample_landing" / "narrative").rglob("*.txt"))
 
 words = st.sampled_from(["the", "council", "résumé", "日本語", "a", "permit,", "approved.", "—", "3.5", "x" * 40])

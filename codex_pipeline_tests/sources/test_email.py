@@ -290,6 +290,7 @@ def test_sample_landing_days() -> None:
     assert "bulk export" in day26.documents[0].text  # the HTML-only reply, as text
 
 
+@pytest.mark.slow  # reads the shared corpora beside the checkout
 def test_pipermail_corpus_if_present() -> None:
     if not CORPUS.is_dir():
         import pytest
