@@ -20,12 +20,12 @@ Where the fake is used:
 - ``FakeEmbedding`` is the Dagster resource override (a subclass of
   :class:`~codex_pipeline.defs.resources.EmbeddingSettings`, so it satisfies the
   assets' ``embedding: EmbeddingSettings`` parameter; defined on first access, so
-  importing this module for the embedder alone imports no Dagster). ``materialize_dataset`` in
-  ``conftest.py`` uses it unless a test passes another resource;
-  :func:`embedding_resource` picks it or the real settings.
+  importing this module for the embedder alone imports no Dagster).
+  ``materialize_dataset`` in ``conftest.py`` uses it unless a test passes another
+  resource; the ``fake_embedding`` and ``fake_code_location`` fixtures hand it out.
 - The tests' own child processes (``defs/run_child.py``, ``embeddings/embed_child.py``)
-  read :data:`EMBEDDER_ENV` (``fake`` or ``real``) through :func:`embedding_resource`
-  / :func:`child_embedder`, so a parent test chooses for its child.
+  read :data:`EMBEDDER_ENV` (``fake``, the default, or ``real``; :func:`use_real_model`,
+  :func:`child_embedder`), so a parent test chooses for its child.
 """
 
 from __future__ import annotations
@@ -35,14 +35,11 @@ import hashlib
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from codex_pipeline.embeddings.base import BatchCallback, Embedder, EmbedResult
-
-if TYPE_CHECKING:
-    from codex_pipeline.defs.resources import EmbeddingSettings
 
 #: What goes into ``embedding_model``: never a real model's name.
 FAKE_MODEL = "codex-test-fake-embedder"
@@ -141,14 +138,6 @@ def use_real_model() -> bool:
     if value not in ("fake", "real"):
         raise ValueError(f"{EMBEDDER_ENV}={value!r}: expected 'fake' or 'real'")
     return value == "real"
-
-
-def embedding_resource(real: bool | None = None, **config: object) -> EmbeddingSettings:
-    """The real settings (``real=True``) or the fake; ``None`` follows ``$CODEX_TEST_EMBEDDER``."""
-    from codex_pipeline.defs.resources import EmbeddingSettings
-
-    real = use_real_model() if real is None else real
-    return EmbeddingSettings(**config) if real else _fake_embedding_class()(**config)  # type: ignore[arg-type]
 
 
 def child_embedder(batch_size: int) -> Embedder:
