@@ -76,7 +76,9 @@ def evidence_anchor(draft: ChunkDraft, xpath: str | None) -> str:
     return json.dumps(anchor, separators=(",", ":"), ensure_ascii=False)
 
 
-_LOCATOR = CHUNK_SCHEMA.names.index("locator")
+_RUN_COLUMNS = ("embedding_model", "embedding_version", "chunked_at", "chunking_version", "dataset", "partition_date")
+_ROW_COLUMNS = tuple(name for name in CHUNK_SCHEMA.names if name not in _RUN_COLUMNS)  # what a row tuple holds
+_LOCATOR = _ROW_COLUMNS.index("locator")
 _TYPE_VALUES: dict[ChunkType | str, str] = {t: t.value for t in ChunkType}  # Enum.value is a Python-level property
 _metadata_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # one encoder, not one per row
 
@@ -113,7 +115,6 @@ class RowBuffer:
         self._pending.append((uid, doc.text))
         addrs = addresses(doc.blocks, drafts)
         width = pad_width(addrs)
-        run = self.run
         doc_id = doc.doc_id
         if drafts:
             make_chunk_id(doc_id, "")  # refuses a doc_id holding the separator, once
@@ -136,12 +137,6 @@ class RowBuffer:
                     seq,
                     id_of(parent) if parent else None,
                     evidence_anchor(d, _xpath_at(doc, d.spans[0][0]) if xpaths else None),
-                    None,  # embedding_model: filled by the embeddings view
-                    None,  # embedding_version
-                    run.chunked_at,
-                    run.chunking_version,
-                    run.dataset,
-                    run.partition_date,
                     (k, f"{a.section}|p={str(a.page).zfill(width)}|b={str(a.block).zfill(width)}"),
                     content_hash(text),
                     _metadata_json(d.metadata) if d.metadata else None,
@@ -161,10 +156,21 @@ class RowBuffer:
 
     def to_table(self) -> pa.Table:
         self._resolve_revisions()
-        columns: list[tuple[Any, ...]] = list(zip(*self.rows)) if self.rows else [() for _ in CHUNK_SCHEMA]
+        n = len(self.rows)
+        columns: list[tuple[Any, ...]] = list(zip(*self.rows)) if self.rows else [() for _ in _ROW_COLUMNS]
         if self.rows:
             heads = self._heads
             columns[_LOCATOR] = tuple([heads[k] + tail for k, tail in columns[_LOCATOR]])
-        return pa.Table.from_arrays(
-            [pa.array(col, type=f.type) for col, f in zip(columns, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA
-        )
+        run = self.run
+        same = {"embedding_model": None, "embedding_version": None,  # filled by the embeddings view
+                "chunked_at": run.chunked_at, "chunking_version": run.chunking_version,
+                "dataset": run.dataset, "partition_date": run.partition_date}
+        by_name = dict(zip(_ROW_COLUMNS, columns))
+        arrays = []
+        for f in CHUNK_SCHEMA:
+            if f.name in same:  # one value for the whole run: repeated by Arrow, not converted row by row
+                value = same[f.name]
+                arrays.append(pa.nulls(n, f.type) if value is None else pa.repeat(pa.scalar(value, type=f.type), n))
+            else:
+                arrays.append(pa.array(by_name[f.name], type=f.type))
+        return pa.Table.from_arrays(arrays, schema=CHUNK_SCHEMA)
