@@ -20,12 +20,14 @@ sorting a section's locators gives its reading order.
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from codex_pipeline.core.documents import Block
 
 PREAMBLE_SECTION = "0"
+_PAGE_AND_BLOCK = operator.itemgetter(1, 2)
 
 
 class Address(NamedTuple):
@@ -111,19 +113,20 @@ def addresses(blocks: Sequence[Block], drafts: Sequence[_Draft]) -> list[Address
     elif any(d.parent_section_id for d in drafts):
         sections = _by_tree(drafts)
     else:
-        sections = [f"p{p:03d}" for p in pages]
+        sections = ["p" + str(p).zfill(3) for p in pages]  # f"p{p:03d}", without a format spec per chunk
     counters: dict[tuple[str, int], int] = {}
     out = []
+    new = tuple.__new__  # Address(s, p, k) without the NamedTuple's Python-level __new__
     for s, p in zip(sections, pages):
         k = counters.get((s, p), 0)
         counters[(s, p)] = k + 1
-        out.append(Address(s, p, k))
+        out.append(new(Address, (s, p, k)))
     return out
 
 
 def pad_width(addrs: Sequence[Address]) -> int:
     """Digits for page and block: 3, or more for a document with over 999 blocks in a section."""
-    top = max((max(a.block, a.page) for a in addrs), default=0)
+    top = max(map(max, map(_PAGE_AND_BLOCK, addrs)), default=0)
     return max(3, len(str(top)))
 
 
