@@ -209,12 +209,11 @@ def _join_and_collapse(datas: list[bytes]) -> list[bytes]:
     cut = np.flatnonzero(np.diff(drop) != 1)
     starts = np.concatenate(([0], drop[cut] + 1, drop[-1:] + 1))  # the kept stretches between dropped runs
     stops = np.concatenate((drop[:1], drop[cut + 1], [n]))
-    owner = np.searchsorted(ends, starts, side="right").tolist()  # the text each stretch belongs to
-    pieces: list[list[bytes]] = [[] for _ in datas]
-    for k, s, e in zip(owner, starts.tolist(), stops.tolist()):
-        if s < e:
-            pieces[k].append(spaced[s:e])
-    return [b"".join(p).strip(b" ") for p in pieces]
+    # each text's stretches, in order: those starting after the previous text's gap byte
+    firsts = np.searchsorted(starts, ends - np.array([len(d) for d in datas])).tolist() + [len(starts)]
+    starts_, stops_ = starts.tolist(), stops.tolist()
+    return [b"".join([spaced[s:e] for s, e in zip(starts_[i:j], stops_[i:j])]).strip(b" ")
+            for i, j in zip(firsts, firsts[1:])]
 
 
 def _ocr_hyphens(data: bytes, dashes: list[int]) -> list[int]:
