@@ -171,7 +171,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
 def cmd_histogram(args: argparse.Namespace) -> int:
     def body(con, wh):
         col = _load_dataset(con, wh, args.dataset, args.date, args.history)
-        png = token_histogram_png(col, title=f"{args.dataset}{_on(args.date)}")
+        try:
+            png = token_histogram_png(col, title=f"{args.dataset}{_on(args.date)}")
+        except ImportError as exc:  # the [plot] extra is not installed: say how to get it
+            raise InspectError(str(exc)) from None
         out: Path = args.out
         if out.parent and not out.parent.exists():
             raise InspectError(f"folder {out.parent} does not exist")

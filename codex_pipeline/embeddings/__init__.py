@@ -19,6 +19,7 @@ from codex_pipeline.embeddings.base import (
     EmptyInput,
     InputTooLong,
     InvalidResponse,
+    LocalEmbedderMissing,
     MissingAPIKey,
     WeightsMismatch,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "InputTooLong",
     "InvalidResponse",
     "KINDS",
+    "LocalEmbedderMissing",
     "LocalMiniLMEmbedder",
     "MissingAPIKey",
     "OpenAIEmbedder",

