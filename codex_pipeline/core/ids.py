@@ -171,6 +171,19 @@ def _nfc_stable(chars: set[str]) -> bool:
     return unicodedata.normalize("NFC", probe) is probe
 
 
+_SPACES = np.full(1 << 16, _SPACE, dtype=np.uint8)  # read-only; replaced by a longer one when a batch needs it
+
+
+def _spaces(n: int) -> np.ndarray:
+    """``n`` space bytes (a view of one array kept for the process, so no fill per batch)."""
+    global _SPACES
+    if n > BATCH_BYTES:  # one text over the batch size: not kept
+        return np.full(n, _SPACE, dtype=np.uint8)
+    if len(_SPACES) < n:
+        _SPACES = np.full(min(max(n, 2 * len(_SPACES)), BATCH_BYTES), _SPACE, dtype=np.uint8)
+    return _SPACES[:n]
+
+
 _GAP = b"#"  # laid between texts: neither whitespace, "-", nor a word character
 
 
@@ -203,7 +216,7 @@ def _join_and_collapse(datas: list[bytes]) -> list[bytes]:
             drop = np.concatenate((drop, j, j + 1))
     drop.sort()  # no position twice: a gap is no whitespace, and a joined dash and its next byte follow no whitespace
     # every whitespace byte becomes a space (against an array: numpy's vector loop; a scalar is not)
-    spaced = np.maximum(a, np.full(n, _SPACE, dtype=np.uint8)).tobytes()
+    spaced = np.maximum(a, _spaces(n)).tobytes()
     if not len(drop):
         return [spaced.strip(b" ")]
     cut = np.flatnonzero(np.diff(drop) != 1)
