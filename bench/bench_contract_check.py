@@ -9,6 +9,10 @@ with ``validate_chunks`` as the asset does, timing both in CPU seconds
 machine state, and reporting the minimum of several repeats.
 
     python bench/bench_contract_check.py [CORPUS_DIR] [--mb 10] [--repeat 5] [--fresh 0.2] [--profile]
+    python bench/bench_contract_check.py [CORPUS_DIR] --instructions   # callgrind, 1 MB, as bench/check.py counts it
+
+``--instructions`` counts executed instructions of ``validate_chunks`` on a 1 MB partition
+against ``encode_ordinary`` of its texts in the same process (bench/check.py's contract bench).
 """
 
 from __future__ import annotations
@@ -90,7 +94,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--fresh", type=float, default=0.0, help="share of words replaced by random ones (default 0)")
     ap.add_argument("--profile", action="store_true", help="also print a cProfile of one contract check")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under callgrind instead (validate_chunks / encode_ordinary, 1 MB)")
     args = ap.parse_args()
+    if args.instructions:
+        import check
+
+        found = check.measure(check.Case("contract", args.corpus.name, (args.corpus.resolve(),)))
+        print(f"partition: {found['texts']} documents, {found['bytes'] / 1e6:.2f} MB")
+        print(f"instructions: validate_chunks {found['work'] / 1e6:.1f} M, encode_ordinary {found['encode_ordinary'] / 1e6:.1f} M")
+        print(f"ratio validate_chunks / encode_ordinary (instructions): {found['ratio']:.3f}")
+        return
     spec = get_dataset("narrative")
     docs = partition(args.corpus.resolve(), args.mb, args.fresh)
     texts = {d.doc_id: d.text for d in docs}

@@ -5,6 +5,7 @@ Chunks the prose of the shared corpora (``*.md``, ``*.txt``, ``*.mbox``) with th
 locators) and times it against ``encode_ordinary`` of the same texts in the same run.
 
     python bench/bench_fallback.py [CORPUS_DIR] [--repeat N]
+    python bench/bench_fallback.py [CORPUS_DIR] --instructions   # callgrind, as bench/check.py counts it
 """
 
 from __future__ import annotations
@@ -47,7 +48,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under callgrind instead (load-independent; bench/check.py's fallback bench)")
     args = ap.parse_args()
+    if args.instructions:
+        import check
+
+        found = check.measure(check.Case("fallback", args.corpus.name, (args.corpus.resolve(),)))
+        print(f"corpus: {found['texts']} files, {found['bytes'] / 1e6:.2f} MB")
+        print(f"instructions: codex fallback {found['work'] / 1e6:.1f} M, encode_ordinary {found['encode_ordinary'] / 1e6:.1f} M")
+        print(f"ratio codex / encode_ordinary (instructions): {found['ratio']:.3f}")
+        return
     texts = load_texts(args.corpus.resolve())
     enc = encoding()
     mb = sum(len(t.encode()) for _, t in texts) / 1e6

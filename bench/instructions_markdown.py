@@ -12,6 +12,8 @@ per-run count is the difference divided by four, so start-up and imports cancel 
 Sides: ``chunk`` (``pipeline.chunk`` to contract rows, the chunk step), ``reader`` (the docs
 reader on texts already in memory: front matter and the Markdown parse, done once at
 ingest) and ``encode_ordinary`` (the floor both are compared with).
+``bench/check.py`` measures the chunk side in one process instead (markers split the
+counts of the encode and of the chunk step), which is what CI compares with its record.
 Instructions are not time: Python's interpreter retires fewer instructions per cycle
 than tiktoken's Rust core, so the wall-clock ratio (``bench_markdown_email.py``) is
 higher than this one.
