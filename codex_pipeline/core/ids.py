@@ -214,7 +214,9 @@ def _join_and_collapse(datas: list[bytes]) -> list[bytes]:
         if joins:
             j = np.array(joins, dtype=np.int64)
             drop = np.concatenate((drop, j, j + 1))
-    drop.sort()  # no position twice: a gap is no whitespace, and a joined dash and its next byte follow no whitespace
+    # a few sorted runs, which timsort merges; no position twice (a gap is no whitespace, and a
+    # joined dash and the byte after it follow no whitespace)
+    drop.sort(kind="stable")
     # every whitespace byte becomes a space (against an array: numpy's vector loop; a scalar is not)
     spaced = np.maximum(a, _spaces(n)).tobytes()
     if not len(drop):
