@@ -6,7 +6,7 @@ import hashlib
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -104,7 +104,7 @@ def revision_digest(text: str) -> str:
 def revision_digests(texts: Sequence[str]) -> list[str]:
     """``revision_digest`` of many texts, normalized together (see :func:`normalized_utf8`)."""
     sha1 = hashlib.sha1
-    return [sha1(b).hexdigest() for b in normalized_utf8(texts)]
+    return [sha1(b).hexdigest() for batch in _normalized_batches(texts) for b in batch]  # a batch at a time
 
 
 BATCH_BYTES = 8_000_000
@@ -121,19 +121,22 @@ def normalized_utf8(texts: Sequence[str]) -> list[bytes]:
     with a character that could change under it. The seed's definition is kept, step for
     step, by the property tests beside it.
     """
-    out: list[bytes] = []
+    return [b for batch in _normalized_batches(texts) for b in batch]
+
+
+def _normalized_batches(texts: Sequence[str]) -> Iterator[list[bytes]]:
+    """``normalized_utf8`` of consecutive runs of texts of about ``BATCH_BYTES``."""
     batch: list[bytes] = []
     size = 0
     for text in texts:
         data = _unicode_steps(text)
         if batch and size + len(data) > BATCH_BYTES:
-            out += _join_and_collapse(batch)
+            yield _join_and_collapse(batch)
             batch, size = [], 0
         batch.append(data)
         size += len(data) + 1
     if batch:
-        out += _join_and_collapse(batch)
-    return out
+        yield _join_and_collapse(batch)
 
 
 def _unicode_steps(text: str) -> bytes:

@@ -99,3 +99,4 @@ def test_a_batch_splits_at_its_byte_budget(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(ids, "BATCH_BYTES", 10)
     texts = ["exam-\nple  one", "", "-\nb", "x\x01 y", "tail-\n  end "]
     assert ids.normalized_utf8(texts) == [seed_normalize_text(t).encode() for t in texts]
+    assert ids.revision_digests(texts) == [hashlib.sha1(seed_normalize_text(t).encode()).hexdigest() for t in texts]
