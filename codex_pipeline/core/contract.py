@@ -11,6 +11,8 @@ from enum import Enum
 
 import pyarrow as pa
 
+from codex_pipeline.core.ids import NORMALIZATION
+
 MAX_CHUNK_TOKENS = 1500
 TARGET_MIN_TOKENS = 300
 TARGET_MAX_TOKENS = 800
@@ -93,6 +95,9 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 
+REVISION_NORMALIZATION_KEY = b"codex.normalization"
+"""Metadata of ``raw.revision_digest``: the :data:`~codex_pipeline.core.ids.NORMALIZATION` its digests were made with."""
+
 RAW_SCHEMA = pa.schema(
     [
         pa.field("doc_id", pa.string(), nullable=False),
@@ -106,5 +111,8 @@ RAW_SCHEMA = pa.schema(
         pa.field("xpaths", pa.string(), nullable=True),  # JSON [[offset, xpath], …] for HTML
         pa.field("blocks", pa.large_string(), nullable=True),  # JSON [[kind, start, end, key, meta], …]
         pa.field("content_hash", pa.string(), nullable=False),
+        # SHA-1 hex of normalize_text(canonical_text), computed at ingest so a chunk run does not
+        # normalize every document again; absent from files written before it (read as null)
+        pa.field("revision_digest", pa.string(), nullable=True, metadata={REVISION_NORMALIZATION_KEY: NORMALIZATION}),
     ]
 )

@@ -52,6 +52,7 @@ class SourceDocument:
     payload: dict[str, Any] | None = None  # the validated raw record, for structured chunkers
     xpaths: tuple[tuple[int, str], ...] = ()  # (char offset, xpath) of HTML text runs
     blocks: tuple[Block, ...] = ()  # the structure the reader parsed, in text order
+    revision_digest: str | None = None  # ids.revision_digest(text), when stored at ingest (raw.revision_digest)
 
     def blocks_of(self, kind: str) -> list[Block]:
         return [b for b in self.blocks if b.kind == kind]

@@ -56,6 +56,10 @@ def content_hash(text: str) -> str:
 _OCR_HYPHEN = re.compile(r"(?<=\w)-[ \t]*\n[ \t]*(?=[a-z])")  # "exam-\nple" -> "example"
 _DIGITS = re.compile(r"\d+")
 REV_SHORT, REV_LONG = 8, 12
+NORMALIZATION = "1"
+"""Revision of :func:`normalize_text`. Raw files store each document's ``revision_digest`` with it
+(the column's ``codex.normalization`` metadata); a digest stored under another revision is not
+used but computed again, so changing the normalization means bumping this."""
 
 # Every character ``str.split()`` treats as whitespace beyond ASCII (``str.isspace``; a test
 # checks this list against the running Python's Unicode database).

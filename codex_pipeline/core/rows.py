@@ -98,13 +98,14 @@ class RowBuffer:
         self.rows: list[tuple[Any, ...]] = []  # the locator column holds (document, tail) until to_table
         self.ledger = ledger or RevisionLedger()  # rev8, or rev12 on a collision (seed 003)
         self._heads: list[str] = []  # per document added: "{doc_uid}|r={rev}|s=", once its rev is known
-        self._pending: list[tuple[str, str]] = []  # (doc_uid, text) of documents whose rev is not yet known
+        self._pending: list[tuple[str, SourceDocument]] = []  # (doc_uid, document) whose rev is not yet known
 
     def add_document(self, doc: SourceDocument, drafts: Iterable[ChunkDraft]) -> int:
         """Append one document's drafts in reading order; returns the number added.
 
-        The document's ``rev`` (and so its locators) is computed in :meth:`to_table`, for all
-        documents added by then in one pass, in the order they were added.
+        The document's ``rev`` (and so its locators) is resolved in :meth:`to_table`, for all
+        documents added by then, in the order they were added: from the digest stored at ingest
+        (``doc.revision_digest``), or else computed, for all documents without one in one pass.
 
         Ids and locators are ``make_chunk_id`` and ``make_locator`` with what they share
         across the document's rows computed once (the tests compare the two).
@@ -112,7 +113,7 @@ class RowBuffer:
         drafts = list(drafts)
         uid = locator_uid(doc.record_id)
         k = len(self._heads) + len(self._pending)  # revisions are computed for all documents at once, in to_table
-        self._pending.append((uid, doc.text))
+        self._pending.append((uid, doc))
         addrs = addresses(doc.blocks, drafts)
         width = pad_width(addrs)
         doc_id = doc.doc_id
@@ -146,11 +147,15 @@ class RowBuffer:
         return n
 
     def _resolve_revisions(self) -> None:
-        """The rev of every document added since the last call: one normalization pass over all of them."""
+        """The rev of every document added since the last call: stored digests, and one
+        normalization pass over the documents without one."""
         if not self._pending:
             return
-        digests = revision_digests([text for _, text in self._pending])
-        for (uid, _), digest in zip(self._pending, digests):  # in the order added: the ledger's first text wins
+        pending = self._pending
+        missing = [doc.text for _, doc in pending if doc.revision_digest is None]
+        computed = iter(revision_digests(missing) if missing else ())
+        for uid, doc in pending:  # in the order added: the ledger's first text wins
+            digest = next(computed) if doc.revision_digest is None else doc.revision_digest
             self._heads.append(f"{uid}|r={self.ledger.revision_of_digest(uid, digest)}|s=")
         self._pending = []
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from codex_pipeline.core.contract import RAW_SCHEMA, REJECT_SCHEMA
+from codex_pipeline.core.contract import RAW_SCHEMA, REJECT_SCHEMA, REVISION_NORMALIZATION_KEY
 from codex_pipeline.core.documents import Reject, SourceDocument, blocks_from_json, blocks_to_json
-from codex_pipeline.core.ids import content_hash
+from codex_pipeline.core.ids import NORMALIZATION, content_hash, revision_digests
 from codex_pipeline.core.rows import ChunkRun, RowBuffer
 from codex_pipeline.core.tokens import encoded_ahead
 from codex_pipeline.datasets.registry import DatasetSpec
@@ -71,7 +71,7 @@ class Ingest:
             yield self._table(batch)
 
     def _table(self, documents: list[SourceDocument]) -> pa.Table:
-        rows = []
+        kept = []
         for doc in documents:
             if doc.doc_id in self._seen:
                 self.rejects.append(
@@ -80,23 +80,29 @@ class Ingest:
                 continue
             self._seen.add(doc.doc_id)
             self.record_ids.append(doc.record_id)
-            rows.append(
-                {
-                    "doc_id": doc.doc_id,
-                    "record_id": doc.record_id,
-                    "dataset": self.spec.name,
-                    "partition_date": self.day,
-                    "source_file": doc.source_file,
-                    "title": doc.title,
-                    "canonical_text": doc.text,
-                    "payload": json.dumps(doc.payload, ensure_ascii=False, sort_keys=True, default=str)
-                    if doc.payload is not None
-                    else None,
-                    "xpaths": json.dumps(doc.xpaths) if doc.xpaths else None,
-                    "blocks": blocks_to_json(doc.blocks),
-                    "content_hash": content_hash(doc.text),
-                }
-            )
+            kept.append(doc)
+        # computed here, once per document, so a chunk run (one per chunking version) reads it;
+        # a raw-only dataset is never chunked and stores none
+        digests = revision_digests([doc.text for doc in kept]) if self.spec.chunked else [None] * len(kept)
+        rows = [
+            {
+                "doc_id": doc.doc_id,
+                "record_id": doc.record_id,
+                "dataset": self.spec.name,
+                "partition_date": self.day,
+                "source_file": doc.source_file,
+                "title": doc.title,
+                "canonical_text": doc.text,
+                "payload": json.dumps(doc.payload, ensure_ascii=False, sort_keys=True, default=str)
+                if doc.payload is not None
+                else None,
+                "xpaths": json.dumps(doc.xpaths) if doc.xpaths else None,
+                "blocks": blocks_to_json(doc.blocks),
+                "content_hash": content_hash(doc.text),
+                "revision_digest": digest,
+            }
+            for doc, digest in zip(kept, digests)
+        ]
         return pa.Table.from_pylist(rows, schema=RAW_SCHEMA)
 
 
@@ -109,7 +115,13 @@ def ingest(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], rej
 
 
 def documents_from_raw(raw: pa.Table) -> list[SourceDocument]:
-    """Rebuild the documents a ``raw`` partition holds."""
+    """Rebuild the documents a ``raw`` partition holds.
+
+    A file written before ``raw.revision_digest`` existed, or under another
+    :data:`~codex_pipeline.core.ids.NORMALIZATION`, gives documents without a digest: the chunk
+    step computes theirs.
+    """
+    stored = _stored_digests(raw)
     docs = []
     for r in raw.to_pylist():
         docs.append(
@@ -122,9 +134,19 @@ def documents_from_raw(raw: pa.Table) -> list[SourceDocument]:
                 payload=json.loads(r["payload"]) if r["payload"] else None,
                 xpaths=tuple((o, x) for o, x in json.loads(r["xpaths"])) if r["xpaths"] else (),
                 blocks=blocks_from_json(r.get("blocks")),
+                revision_digest=r.get("revision_digest") if stored else None,
             )
         )
     return docs
+
+
+def _stored_digests(raw: pa.Table) -> bool:
+    """Whether ``raw`` has a ``revision_digest`` column made with the current normalization."""
+    i = raw.schema.get_field_index("revision_digest")
+    if i < 0:
+        return False
+    meta = raw.schema.field(i).metadata or {}
+    return meta.get(REVISION_NORMALIZATION_KEY) == NORMALIZATION.encode()
 
 
 def chunk(spec: DatasetSpec, day: dt.date, documents: list[SourceDocument], chunked_at: dt.datetime | None = None) -> StepOutput:
