@@ -6,6 +6,10 @@ locators) and times it against ``encode_ordinary`` of the same texts in the same
 
     python bench/bench_fallback.py [CORPUS_DIR] [--repeat N]
     python bench/bench_fallback.py [CORPUS_DIR] --instructions   # callgrind, as bench/check.py counts it
+
+``--instructions`` measures the narrative dataset's chunk step (``datasets.steps.chunk``) as the
+pipeline runs it: on documents read back from a ``raw`` table, which carry the revision digest
+computed at ingest (the ingest runs before the counted region).
 """
 
 from __future__ import annotations

@@ -16,11 +16,14 @@ them at all. (tiktoken's hash map is seeded per process, which moves a ratio by 
 
 Benches:
 
-- ``fallback``: the token-window fallback into full contract rows (``chunk_narrative`` and
-  ``RowBuffer``, as ``bench_fallback.py``), on the prose (``*.md``, ``*.txt``, ``*.mbox``)
-  of a corpus.
+- ``fallback``: the narrative dataset's chunk step (``datasets.steps.chunk``: the token-window
+  fallback into full contract rows), on the prose (``*.md``, ``*.txt``, ``*.mbox``) of a corpus.
 - ``markdown``: the docs dataset's chunk step (``datasets.steps.chunk``) on documents the
-  Markdown reader loaded beforehand (as ``instructions_markdown.py``).
+  Markdown reader loaded (as ``instructions_markdown.py``).
+
+Both chunk documents as the pipeline does: read back from a ``raw`` table (``steps.ingest``
+then ``steps.documents_from_raw``, before the measured region), so they carry the revision
+digest computed at ingest and the chunk step does not normalize them again.
 - ``contract``: the chunk contract check (``validate_chunks``) of a chunked partition of
   corpus paragraphs (as ``bench_contract_check.py``, 1 MB), against the partition's encode.
 
@@ -100,22 +103,25 @@ def prose_texts(folders: Sequence[Path]) -> list[tuple[str, str]]:
     return out
 
 
+def _from_raw(dataset: str, docs: Sequence[Any]) -> list[Any]:
+    """The documents as the chunk step gets them in the pipeline: ingested into a ``raw`` table
+    (which stores each revision digest) and read back. Done before the measured region."""
+    from codex_pipeline.datasets import steps
+    from codex_pipeline.datasets.registry import get_dataset
+
+    return steps.documents_from_raw(steps.ingest(get_dataset(dataset), DAY, list(docs), []).table)
+
+
 def _fallback(paths: Sequence[Path]) -> tuple[list[str], Callable[[int], object]]:
-    from codex_pipeline.chunkers.narrative import chunk_narrative
     from codex_pipeline.core.documents import SourceDocument
-    from codex_pipeline.core.rows import ChunkRun, RowBuffer
+    from codex_pipeline.datasets import steps
+    from codex_pipeline.datasets.registry import get_dataset
 
-    named = prose_texts(paths)
-    docs = [SourceDocument(f"urn:aprs:narrative:{name}", name, text, name) for name, text in named]
+    docs = [d for folder in paths for d in _from_raw(  # one raw table per folder, as one per day
+        "narrative", [SourceDocument(f"urn:aprs:narrative:{name}", name, text, name) for name, text in prose_texts([folder])])]
+    spec = get_dataset("narrative")
     stamp = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
-
-    def work(limit: int) -> object:
-        buf = RowBuffer(ChunkRun("narrative", DAY, "bench", stamp))
-        for doc in docs[:limit]:
-            buf.add_document(doc, chunk_narrative(doc))
-        return buf.to_table()
-
-    return [d.text for d in docs], work
+    return [d.text for d in docs], lambda limit: steps.chunk(spec, DAY, docs[:limit], stamp)
 
 
 def _markdown(paths: Sequence[Path]) -> tuple[list[str], Callable[[int], object]]:
@@ -123,7 +129,7 @@ def _markdown(paths: Sequence[Path]) -> tuple[list[str], Callable[[int], object]
     from codex_pipeline.datasets.registry import get_dataset
     from codex_pipeline.sources.markdown import load_docs_day
 
-    docs = [d for folder in paths for d in load_docs_day(folder).documents]
+    docs = [d for folder in paths for d in _from_raw("docs", load_docs_day(folder).documents)]  # a raw table per day
     spec = get_dataset("docs")
     stamp = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
     return [d.text for d in docs], lambda limit: steps.chunk(spec, DAY, docs[:limit], stamp)

@@ -9,7 +9,9 @@ Rust hash map is seeded at random per process, so its probe sequences differ; he
 ``--repeat`` (each repetition reports its own ratio). Each measurement runs one child
 process per side, doing the work once and then five more times, under callgrind; the
 per-run count is the difference divided by four, so start-up and imports cancel out.
-Sides: ``chunk`` (``pipeline.chunk`` to contract rows, the chunk step), ``reader`` (the docs
+Sides: ``chunk`` (``pipeline.chunk`` to contract rows, the chunk step, on documents read back
+from a ``raw`` table as the pipeline reads them, so with the revision digest stored at ingest;
+the ingest is start-up and cancels out), ``reader`` (the docs
 reader on texts already in memory: front matter and the Markdown parse, done once at
 ingest) and ``encode_ordinary`` (the floor both are compared with).
 ``bench/check.py`` measures the chunk side in one process instead (markers split the
@@ -39,9 +41,11 @@ from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.markdown import load_docs_day, markdown_document
 from codex_pipeline.core.tokens import encoding
-docs = load_docs_day(Path(sys.argv[1])).documents
 side, runs = sys.argv[2], int(sys.argv[3])
 spec, enc = get_dataset("docs"), encoding()
+# as the pipeline's chunk step gets them: ingested into raw (with their revision digests) and read back
+raw = pipeline.ingest(spec, dt.date(2026, 11, 24), load_docs_day(Path(sys.argv[1])).documents, [])
+docs = pipeline.documents_from_raw(raw.table)
 texts = [d.text for d in docs]
 pipeline.chunk(spec, dt.date(2026, 11, 24), docs)  # the same warm-up on every side
 [enc.encode_ordinary(t) for t in texts]
