@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 from codex_pipeline.datasets.sample_data import install_sample_landing
-from codex_pipeline.defs.assets import assets_by_dataset
+from codex_pipeline.defs.assets import ADDRESS_CHECK, UNIQUE_CHECK, assets_by_dataset
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.deploy.services import ONE_THREAD, Postgres, Redis, ScaleOutStack, scale_out_stack
@@ -135,6 +135,7 @@ def test_backfill_on_celery_workers_matches_in_process(stack: ScaleOutStack, tmp
     with stack.instance() as inst:
         executed = [e for r in runs for e in _celery_executions(inst, r.run_id)]
         expected_steps = {f"{d}__{t}" for d in DATASETS for t in TABLES}
+        expected_steps |= {f"{d}__chunks_{c}" for d in DATASETS for c in (UNIQUE_CHECK, ADDRESS_CHECK)}  # steps of their own
         assert {step for step, _, _ in executed} == expected_steps
         assert {worker for _, worker, _ in executed} == set(WORKERS), executed
         for key in _keys():
