@@ -48,7 +48,7 @@ def count_tokens_batch(texts: Sequence[str]) -> list[int]:
     """Exact counts of many texts.
 
     A plain loop: on chunk-sized texts tiktoken's threaded batch encoder costs more
-    in task overhead than it saves (measured on council turns and chunk tables).
+    in task overhead than it saves.
     """
     encode = encoding().encode_ordinary
     return [len(encode(t)) for t in texts]
@@ -82,8 +82,8 @@ def encoded_ahead(texts: Sequence[str]) -> Iterator[None]:
     """Encode ``texts`` back to back now; :func:`encode_array` hands each result out once, inside the block.
 
     Interleaving tiktoken with a chunker's Python work evicts tiktoken's tables from the
-    CPU cache between documents; encoding a batch of documents first measured about
-    9% faster chunking of the httpx docs (``bench/bench_markdown_email.py``). Callers
+    CPU cache between documents, so encoding a batch of documents first makes chunking
+    faster (``bench/bench_markdown_email.py``; figures in ``docs/history.md``). Callers
     bound the batch (the arrays hold 4 bytes per token until used).
     """
     ahead = {id(t): (t, _encode(t)) for t in texts}

@@ -13,13 +13,12 @@ units: one vector per unit in ``<dataset>/evidence_units/<day>.parquet``, reused
 unit's own text like any input, and the chunk's vector is their length-weighted mean
 (what the local model already does with the windows of a long input). The search
 index keeps the unit vectors, so a query embeds only itself, and the units cost no
-model time beyond the chunk's own: embedding each chunk whole *and* its units took
-1.87x the step time of an 8-day backfill (``bench/bench_scale_out.py``, 1 worker:
-348 s of steps against 186 s pooled, 184 s before units existed). A chunk of one unit is
+model time beyond the chunk's own (embedding each chunk whole *and* its units would
+nearly double the step). A chunk of one unit is
 embedded the same way when it has a context prefix (a council turn's speaker, a Markdown
 header path, an email thread's subject), so its vector carries what its reader would know
-(pooled dev sets, ``codex eval``: recall 87.7 -> 89.4, IoU 7.6 -> 7.8, council IoU 9.6 ->
-10.5); without one, from its text as before. The embeddings file is stamped with the unit recipe
+(it scored better with ``codex eval``); without one, from its text alone. Figures in
+``docs/history.md``. The embeddings file is stamped with the unit recipe
 (:data:`~codex_pipeline.retrieval.units.UNITS_VERSION`), so the version sensor re-runs
 this step when it changes.
 """

@@ -32,10 +32,9 @@ Every step runs on whole columns: numpy over Arrow buffers, ids and content hash
 into integer codes once, word sets built a few thousand vanished rows at a time so they
 stay in cache, words hashed and pairs scored by compiled loops (:mod:`.word_kernels`) that
 release the GIL, so those batches run on as many threads as the process has cores (at most
-four; ``threads=1`` for one). ``bench/bench_redirects.py`` re-keys 100k chunks of 120 words
-in 0.45-0.7 s of wall time on the shared two-core dev machine, 0.7-1.05 s of CPU (one
-thread: 0.65-1.15 s; 2.1-2.5 s before the compiled loops; the row-at-a-time matcher, one
-Python word set per chunk, took 14-24 s). Word-set similarity is pruned by signatures with
+four; ``threads=1`` for one). Why: a Python word set per chunk made re-keying a large
+partition take many times longer; ``bench/bench_redirects.py`` times it (figures in
+``docs/history.md``). Word-set similarity is pruned by signatures with
 an exact bound and verified exactly (:mod:`.wordsets` gives the one error left, word-hash
 collisions); :mod:`.redirect_exact` keeps the row-at-a-time matcher as the reference the
 tests and ``bench/bench_redirects.py --check`` compare against.

@@ -4,8 +4,8 @@ Imports ``core``, ``warehouse``, ``embeddings`` and ``propositions`` only; nothi
 imports Dagster or prints. ``Retriever(data_dir).search(query, k, mode, filters)`` (chunks)
 and ``.search_propositions(...)`` (seed 002) are the API, and a Retriever keeps the
 indexes it searches current; the ``[dataset, search_index]`` assets call
-:func:`update_dataset_index`; the index format and the measurements behind it are in
-:mod:`codex_pipeline.retrieval.index`.
+:func:`update_dataset_index`; the index format and the reasons for it are in
+:mod:`codex_pipeline.retrieval.index`, the measurements behind them in ``docs/history.md``.
 """
 
 from __future__ import annotations

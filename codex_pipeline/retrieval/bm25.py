@@ -9,10 +9,10 @@ its default ``k1 = 1.5``, ``b = 0.75``)::
 precomputed per (term, chunk) into a CSC matrix, so a query sums a few columns.
 The tests check every score against ``bm25s`` itself on the sample corpora.
 
-**Why not ``bm25s.BM25.index``.** It takes every token as a Python object: measured
-here, 2.0 s for 20,000 chunks from term ids (3.0 s from strings) against 0.5 s for
-the same matrix built here, and its token lists alone would hold several GB at
-730,000 chunks. Here the whole build is array code, and each chunk's term ids are
+**Why not ``bm25s.BM25.index``.** It takes every token as a Python object: several
+times slower than the array build here, and its token lists alone would take several
+GB at the corpus sizes the index serves (figures in ``docs/history.md``). Here the
+whole build is array code, and each chunk's term ids are
 kept with the index (:class:`TermTable`) so a rebuild analyzes only new or changed
 chunks: the analyzer (pure Python regex + Snowball) is the one per-chunk cost left.
 """
@@ -173,7 +173,7 @@ class Bm25:
     A query reads the few columns it needs with ``pread`` (from the page cache once
     warm) instead of mapping the matrix: a mapped file's touched pages count in the
     process's RSS and, with Zipf-distributed terms, a few dozen queries touch most of
-    it (measured at 730,000 chunks: 160 MB more RSS after 40 queries mapped than read).
+    it.
     """
 
     def __init__(self, folder: Path) -> None:

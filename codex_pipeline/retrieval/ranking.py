@@ -8,11 +8,11 @@ et al. and the LanceDB/Haystack defaults), with one refinement: a BM25 candidate
 scoring under :data:`LEXICAL_FLOOR` of the best BM25 score does not vote. Without it,
 a query for a permit number lets every chunk sharing the number's common parts
 (``bp2026``) vote, and a chunk that is 3rd in both lists beat the one chunk holding
-the exact number. Measured on the sample permits and OSHA cases (13 permit numbers,
-8 statute citations as queries): plain RRF put the right chunk first for 10 of 13 and
-6 of 8; with the floor and whole-identifier terms
-(:class:`~codex_pipeline.retrieval.lexical.QueryTerms`) the top hit holds the exact
-number or citation for all 21. Chunks and propositions are ranked by this same code.
+the exact number. With the floor and whole-identifier terms
+(:class:`~codex_pipeline.retrieval.lexical.QueryTerms`), a query for a permit number or
+a statute citation puts the chunk holding it first (checked on the sample permits and
+OSHA cases; figures in ``docs/history.md``). Chunks and propositions are ranked by this
+same code.
 """
 
 from __future__ import annotations

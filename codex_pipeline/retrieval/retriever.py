@@ -261,9 +261,9 @@ class Retriever:
 def _one_thread_per_query(embedder: Embedder) -> None:
     """Run the local model single-threaded in a process that embeds only queries.
 
-    A query is one short text: torch's intra-op threads only add synchronization.
-    Measured on this 2-core machine under load: 84 ms per query on one thread, 1,371 ms
-    on two. Applied only when the Retriever made the embedder itself (a search
+    A query is one short text: torch's intra-op threads only add synchronization, which
+    on a loaded machine costs far more than the query itself (figures in
+    ``docs/history.md``). Applied only when the Retriever made the embedder itself (a search
     process); an embedder passed in is left as its owner configured it.
     """
     if not type(embedder).__module__.endswith("local_minilm"):

@@ -5,12 +5,11 @@ document row, day, type code and whether it has a vector (about 20 bytes a chunk
 15 MB at 730,000 chunks), the BM25 vocabulary and column pointers, and the HNSW
 graph as a usearch *view*. Everything wide — chunk text, anchors, metadata, the
 canonical texts — stays on disk: ``rows.arrow`` and ``docs.arrow`` are written in
-small record batches and a hit reads its batch with one ``pread`` (about 0.05 ms
-from the page cache), a few kept in an LRU. They used to be memory-mapped; a
-mapped page a query touches counts in the process's RSS (with the kernel's 64 KB
-fault-around), so after a few dozen queries most of both files were resident:
-at 120,000 chunks 166 MB of 172 MB after 60 BM25 queries, 1 GB of a search
-process's 2.7 GB at 730,000 (``bench/bench_search.py``).
+small record batches and a hit reads its batch with one ``pread`` (cheap from the
+page cache), a few kept in an LRU. Why not a memory map: a mapped page a query
+touches counts in the process's RSS (with the kernel's 64 KB fault-around), so after
+a few dozen queries most of both files would be resident (``bench/bench_search.py``;
+figures in ``docs/history.md``).
 """
 
 from __future__ import annotations

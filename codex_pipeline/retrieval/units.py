@@ -19,24 +19,20 @@ exact text like chunk vectors; the chunk's own vector is their mean, see
 so a query embeds only itself. A chunk of one unit needs no unit vector: its
 evidence is its own spans. A unit whose stored vector is missing or was made from
 another text (a recipe change not yet re-embedded) is embedded at query time, cached
-per process by text. Why: embedding about 15 candidates' units per query cost
-1.8 s p50 at 365 partitions under load (``bench/bench_search.py``), the whole
-latency budget ten times over. :data:`UNITS_VERSION` names the recipe; a change to
-it makes the version sensor re-run the embeddings step.
+per process by text. Why: embedding the candidates' units per query would cost many
+times the latency budget. :data:`UNITS_VERSION` names the recipe; a change to it makes
+the version sensor re-run the embeddings step.
 
-Why 128 tokens: measured with ``codex eval`` on the dev gold sets in ``eval/`` (see
-``docs/datasets/docs.md``): smaller units lose recall on multi-sentence answers,
-larger ones lose precision.
+Why 128 tokens: chosen with ``codex eval`` on the dev gold sets in ``eval/``: smaller
+units lose recall on multi-sentence answers, larger ones lose precision.
 
-Why the lexical term and unmarked text (issue 12): council hit@5 fell from 90.4 to 75.0
-when units came in, while the right *chunk* was still in the top 5 for 47 of 52
-questions (90.4): the unit was picked wrong inside the right chunk. A merged run of
-turns embedded with its ``Start:/End:/Duration:`` header lines, and units of one chunk
-a few hundredths of cosine apart, let a neighbour beat the unit naming what the
-question names. Measured with ``codex eval`` (top-5, hybrid, local MiniLM) on the dev
-sets, before → text without markup → plus the lexical term at 0.5: council hit@5
-75.0 → 88.5 → 90.4 (recall 69.3 → 82.8 → 87.5); docs hit@5 73.1 → 90.4; email
-71.4 → 79.6. Weights 0.3–1.0 score within a few points of each other on all three.
+Why the lexical term and unmarked text: units of one chunk are often a few hundredths
+of cosine apart, and a unit embedded with markup (a merged run of turns with its
+``Start:/End:/Duration:`` header lines) drifts from what it says, so a neighbour can
+beat the unit naming what the question names. The lexical term breaks those near-ties
+toward the unit holding the query's words; :data:`LEXICAL_WEIGHT` was chosen with
+``codex eval`` (weights over a wide range scored alike). The figures behind these
+choices are in ``docs/history.md``.
 """
 
 from __future__ import annotations
