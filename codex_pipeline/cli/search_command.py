@@ -65,7 +65,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return _history(wh, args)
     from codex_pipeline.embeddings import make_embedder
 
-    kind = _embedder_kind(args)
+    kind = configured_embedder(args.embedder)
     embedder = make_embedder(kind) if args.mode != SearchMode.BM25.value else None
     filters = Filters.of(args.dataset, args.types, args.date_from, args.date_to, dict(_pair(m) for m in args.meta))
     try:
@@ -88,9 +88,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedder_kind(args: argparse.Namespace) -> str:
-    """``--embedder``, else ``$CODEX_EMBEDDER``, else the local model."""
-    return (args.embedder or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+def configured_embedder(flag: str | None = None) -> str:
+    """``--embedder``, else ``$CODEX_EMBEDDER``, else the local model: what every CLI command embeds queries with."""
+    return (flag or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
 
 
 def _query(args: argparse.Namespace) -> str:
@@ -125,7 +125,7 @@ def _history(wh: Warehouse, args: argparse.Namespace) -> int:
     from codex_pipeline.embeddings import make_embedder
 
     (dataset,) = args.dataset
-    embedder = make_embedder(_embedder_kind(args))
+    embedder = make_embedder(configured_embedder(args.embedder))
     vector = embedder.embed([args.query]).vectors[0].tolist()
     con = connect_catalog(wh, read_only=True)
     try:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codex_pipeline.cli.search_command import EMBEDDER_ENV
+from codex_pipeline.cli.search_command import configured_embedder
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import DATASETS, get_dataset
 from codex_pipeline.datasets.validation import DEFAULT_SAMPLE, ValidationReport, validate_dataset
@@ -141,8 +140,7 @@ def citation_match(wh: Warehouse, gold: Path, corpus: Path, parts: Sequence[tupl
         for day in wh.partitions(name, "raw"):
             for doc in steps.documents_from_raw(wh.read(name, "raw", day)):
                 maps[doc.doc_id] = build_source_map(doc, files, sub)
-    kind = (os.environ.get(EMBEDDER_ENV) or "local").strip().lower()  # the configured embedder, as codex search
-    retriever = Retriever(wh.root, [n for n, _ in parts], embedder_kind=kind)
+    retriever = Retriever(wh.root, [n for n, _ in parts], embedder_kind=configured_embedder())
     total = matched = 0
     misses = []
     for q in questions:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
 WORD = re.compile(r"\w+")
@@ -73,10 +73,6 @@ def analyze(text: str, stem: bool = True) -> list[str]:
     if not ids:
         return words
     return words + [t for i in ids for t in _expand(i)]
-
-
-def analyze_many(texts: Iterable[str], stem: bool = True) -> list[list[str]]:
-    return [analyze(t, stem) for t in texts]
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,6 @@ import pyarrow as pa
 
 from codex_pipeline.propositions.table import TABLE
 
-PARENT_COLUMNS = ("chunk_type", "locator", "metadata")
-
 
 def propositions_sql(schema: str, dataset: str) -> str:
     """The current propositions of ``dataset`` joined to their parents (same partition), spans still a list."""
