@@ -13,11 +13,15 @@ that index, the live version answers and the results carry a warning
 live by another process is reopened: a long-running server sees every materialization
 without a restart. ``rebuild=False`` only reopens.
 
-**Only live documents.** The index holds the current corpus as of its build. A
-document retracted since (a tombstone landed, a newer day re-landed it) is
-dropped at query time too: every candidate's ``(doc_id, partition_date)`` is
-checked against ``warehouse/<dataset>/index/documents.parquet``, re-read when that
-file changes. So a hit is never a superseded or deleted chunk.
+**Only live documents, never a gap.** The index holds the current corpus as of its
+build. A document retracted since (a tombstone landed, a snapshot left it out) is
+dropped at query time too: every candidate's ``(doc_id, partition_date)`` is checked
+against ``warehouse/<dataset>/index/documents.parquet``, re-read when that file
+changes. A document re-landed since is *not* dropped: its indexed version is one of
+its published landings (``landed_on``), and it answers until the index holds the new
+version. The document index moves at a day's chunks step, the search index at its
+search-index step, hours later or never if the run dies in embeddings; filtering on the
+current version alone would hide the document for all that time.
 
 Chunks and propositions (seed 002) are ranked by the same code
 (:func:`~codex_pipeline.retrieval.ranking.rank`) over the two collections of one index.
@@ -157,10 +161,7 @@ class Retriever:
         if stamp is None:
             held.live, held.live_stamp = None, None  # no document index: the index's own build is the truth
             return
-        docs = pq.read_table(path, columns=["doc_id", "partition_date", "deleted_on"])
-        docs = docs.filter(pc.is_null(docs.column("deleted_on")))
-        held.live = frozenset(zip(docs.column("doc_id").to_pylist(), docs.column("partition_date").to_pylist()))
-        held.live_stamp = stamp
+        held.live, held.live_stamp = live_versions(path, one_per_document(held.index)), stamp
 
     # -- queries ------------------------------------------------------------------------
 
@@ -271,6 +272,24 @@ def _one_thread_per_query(embedder: Embedder) -> None:
     import torch  # the local model loads it anyway
 
     torch.set_num_threads(1)
+
+
+def one_per_document(index: SearchIndex) -> bool:
+    """Whether ``index`` was built from the current corpus (one version per document), not from every partition."""
+    return index.manifest.source.get("current_corpus", "yes") == "yes"
+
+
+def live_versions(documents: Path, any_landing: bool) -> frozenset[tuple[str, dt.date]]:
+    """The ``(doc_id, day)`` versions a hit may come from: of every document not retracted, its current day or,
+    with ``any_landing``, any day it landed on (published), so a re-landed document keeps answering from the
+    version its index holds until the index is rebuilt."""
+    docs = pq.read_table(documents, columns=["doc_id", "partition_date", "landed_on", "deleted_on"])
+    docs = docs.filter(pc.is_null(docs.column("deleted_on")))
+    if not any_landing:
+        return frozenset(zip(docs.column("doc_id").to_pylist(), docs.column("partition_date").to_pylist()))
+    landed = docs.column("landed_on").combine_chunks()
+    ids = docs.column("doc_id").combine_chunks().take(pc.list_parent_indices(landed))
+    return frozenset(zip(ids.to_pylist(), pc.list_flatten(landed).to_pylist()))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
