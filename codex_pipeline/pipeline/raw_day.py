@@ -18,6 +18,7 @@ from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.pipeline.housekeeping import rejects_preview, set_aside_damaged, write_if_any
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import RawDayResult, StepLog
+from codex_pipeline.sources.files import landing_scope, screen_landing
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
 from codex_pipeline.warehouse.current import IndexChange, ensure_index, tombstones_table, update_index
 from codex_pipeline.warehouse.storage import Warehouse, ensure_views
@@ -63,9 +64,10 @@ def run_raw_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog | N
 
 def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _Ingested:
     """Write the day's ``raw`` file (empty when no folder landed); duplicates and bad files become rejects."""
-    rejected: list[Reject] = []
+    rejected: list[Reject] = screen_landing(landing)  # links leaving the folder, hidden files, control characters
     ingest = steps.Ingest(spec, day, rejected)
     with (
+        landing_scope(landing, wh.tuning.follow_landing_links),  # what readers may follow links into
         without_tombstones(landing) as folder,  # _deleted.* files are never the reader's input
         wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
     ):

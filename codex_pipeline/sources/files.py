@@ -1,24 +1,115 @@
-"""Reading landing files safely: every failure becomes a reject that names the file."""
+"""Reading landing files safely: every failure becomes a reject that names the file.
+
+A landing folder is trusted to hold the files a user meant to land, not to be free of
+tricks: a symlink whose target leaves the landing day folder (``/etc/passwd``,
+``../../other``), a link to a folder, a hidden file, or a name holding a control
+character is never read. :func:`screen_landing` turns each into a named reject, and
+:func:`landing_files`, what every reader walks, leaves them out, so every entry of a
+folder ends in ``raw`` or in the rejects. A link to a file inside the folder is read;
+one that leaves it is read only under :func:`landing_scope` with ``follow_links`` (the
+deployment's ``CODEX_FOLLOW_LANDING_LINKS``).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 from collections.abc import Collection, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 from codex_pipeline.core.documents import Reject
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters and DEL: in a name they break logs, ids and the chunk contract."""
+FOLLOW_SETTING = "CODEX_FOLLOW_LANDING_LINKS=1"
+
+
+@dataclass(frozen=True)
+class LandingScope:
+    """The real landing day folder links may lead into, and whether links leaving it are followed."""
+
+    root: Path
+    follow_links: bool = False
+
+
+_SCOPE: ContextVar[LandingScope | None] = ContextVar("landing_scope", default=None)
+
+
+@contextlib.contextmanager
+def landing_scope(root: Path, follow_links: bool = False) -> Iterator[LandingScope]:
+    """Readers called inside see ``root`` as the landing day folder, whatever folder they are handed.
+
+    The raw step reads through a mirror of links when a day holds tombstone files
+    (:func:`~codex_pipeline.sources.tombstones.without_tombstones`): its links lead into
+    ``root``, and only there.
+    """
+    scope = LandingScope(Path(os.path.realpath(root)), follow_links)
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+def landing_entries(day_dir: Path) -> list[Path]:
+    """Every entry under a landing day folder that is not a real folder, in a stable order.
+
+    Links are listed, never descended into (a directory link is an entry); broken links,
+    fifos, sockets and devices are listed too, so reading them fails into a reject.
+    """
+    if not day_dir.is_dir():
+        return []
+    out: list[Path] = []
+    for top, dirs, files in os.walk(day_dir, followlinks=False):
+        here = Path(top)
+        out += [here / name for name in files]
+        out += [here / name for name in dirs if (here / name).is_symlink()]
+    return sorted(out)
+
+
+def unusable(path: Path, day_dir: Path) -> str | None:
+    """Why the landing entry ``path`` is never read (a reject's reason), or None when it may be."""
+    for part in path.relative_to(day_dir).parts:
+        if part.startswith("."):
+            return (f"hidden file or folder {part!r} (its name starts with '.'): never read; "
+                    "rename it without the leading dot to land it")
+        bad = CONTROL_CHARACTER.search(part)
+        if bad:
+            return (f"file name {part!r} holds the control character U+{ord(bad.group()):04X}: "
+                    "rename the file without it to land it")
+    if not path.is_symlink():
+        return None
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        return f"link to the folder {target}: folder links are never followed; copy the files into the landing folder"
+    scope = _SCOPE.get() or LandingScope(Path(os.path.realpath(day_dir)))
+    if not target.is_relative_to(scope.root) and not scope.follow_links:
+        return (f"symlink to {target}, outside the landing day folder: not read; copy the file in, "
+                f"or set {FOLLOW_SETTING} to follow such links")
+    return None
+
+
+def screen_landing(day_dir: Path) -> list[Reject]:
+    """A reject for each entry of ``day_dir`` that :func:`landing_files` leaves out (see :func:`unusable`)."""
+    rejects = []
+    for path in landing_entries(day_dir):
+        reason = unusable(path, day_dir)
+        if reason is not None:
+            rejects.append(Reject(path.relative_to(day_dir).as_posix(), reason))
+    return rejects
 
 
 def landing_files(day_dir: Path) -> list[Path]:
-    """Every non-folder entry under a landing day folder, in a stable order.
+    """Every landing entry a reader may read, in a stable order (:func:`screen_landing` rejects the rest).
 
     Broken symlinks and special files are included on purpose: reading them fails
     and they become rejects instead of vanishing from the partition.
     """
-    if not day_dir.is_dir():
-        return []
-    return sorted(p for p in day_dir.rglob("*") if not p.is_dir() and not p.name.startswith("."))
+    return [p for p in landing_entries(day_dir) if unusable(p, day_dir) is None]
 
 
 def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str | Reject:
@@ -46,7 +137,27 @@ def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
             f"invalid UTF-8 at byte {exc.start}: {exc.reason} ({bad!r})",
             excerpt=data[max(0, exc.start - 40) : exc.start].decode("utf-8", "replace"),
         )
+    if "\x00" in text:  # valid UTF-8, but no text file holds NULs: UTF-16/32 without a byte-order mark
+        return Reject(rel, f"the file holds NUL bytes ({text.count(chr(0))} of {len(data)}): {_nul_encoding(data)}; "
+                           "re-save it as UTF-8 (a byte-order mark alone also works)")
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _nul_encoding(data: bytes) -> str:
+    """The likely encoding of bytes full of NULs, from where the NULs fall (ASCII text: 1 byte of 2 or 4 is set)."""
+    head = data[:4096]
+    at = [sum(1 for i in range(k, len(head), 4) if head[i] == 0) for k in range(4)]
+    quarter = max(len(head) // 4, 1)
+    if min(at[1:]) >= 0.9 * quarter and at[0] < 0.5 * quarter:
+        return "most likely UTF-32-LE text without a byte-order mark"
+    if min(at[:3]) >= 0.9 * quarter and at[3] < 0.5 * quarter:
+        return "most likely UTF-32-BE text without a byte-order mark"
+    odd, even = at[1] + at[3], at[0] + at[2]
+    if odd >= 1.6 * quarter and even < 0.5 * odd:
+        return "most likely UTF-16-LE text without a byte-order mark"
+    if even >= 1.6 * quarter and odd < 0.5 * even:
+        return "most likely UTF-16-BE text without a byte-order mark"
+    return "a binary file, or UTF-16/UTF-32 text without a byte-order mark"
 
 
 def text_files(

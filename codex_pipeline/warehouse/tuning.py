@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 REDIRECT_THREADS_ENV = "CODEX_REDIRECT_THREADS"
 CHECKPOINT_INPUTS_ENV = "CODEX_EMBED_CHECKPOINT_INPUTS"
 CHECKPOINT_SECONDS_ENV = "CODEX_EMBED_CHECKPOINT_SECONDS"
+FOLLOW_LANDING_LINKS_ENV = "CODEX_FOLLOW_LANDING_LINKS"
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,13 @@ class CheckpointPolicy:
 class Tuning:
     """``redirect_threads``: threads of the redirect step's word-set batches (None: the cores this
     process may run on, at most four; a site running one worker per core sets 1).
-    ``checkpoint``: how often embedding progress is saved."""
+    ``checkpoint``: how often embedding progress is saved.
+    ``follow_landing_links``: ingest a landing file that is a symlink to a file outside its landing
+    day folder (off: such a link is a reject, so a landing folder cannot reach the rest of the disk)."""
 
     redirect_threads: int | None = None
     checkpoint: CheckpointPolicy = field(default_factory=CheckpointPolicy)
+    follow_landing_links: bool = False
 
     def __post_init__(self) -> None:
         if self.redirect_threads is not None and self.redirect_threads < 1:
@@ -61,7 +65,18 @@ class Tuning:
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Tuning:
         """The settings in ``environ`` (the edge passes ``os.environ``); a bad value raises a one-line error."""
-        return cls(redirect_threads(environ), CheckpointPolicy.from_env(environ))
+        return cls(redirect_threads(environ), CheckpointPolicy.from_env(environ), follow_landing_links(environ))
+
+
+def follow_landing_links(environ: Mapping[str, str]) -> bool:
+    """``CODEX_FOLLOW_LANDING_LINKS`` in ``environ``: ``1``/``true``/``yes`` follow links, unset/``0``/``false``/``no`` do not."""
+    value = environ.get(FOLLOW_LANDING_LINKS_ENV, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise ValueError(f"{FOLLOW_LANDING_LINKS_ENV}={value!r} is not a yes/no setting: set 1 to ingest symlinks "
+                     "that lead outside a landing day folder, or unset it")
 
 
 def redirect_threads(environ: Mapping[str, str]) -> int | None:
