@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from codex_pipeline.sources.files import landing_files
+from codex_pipeline.sources.files import landing_files, landing_scope
 from codex_pipeline.sources.narrative import load_narrative_day
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, read_tombstones, without_tombstones
 
@@ -78,7 +78,7 @@ def test_readers_see_the_folder_without_tombstone_files(tmp_path: Path) -> None:
     before = load_narrative_day(day)
     for name in TOMBSTONE_FILES:
         (day / name).write_text(json.dumps({"record_id": "x"}) + "\n")
-    with without_tombstones(day) as folder:
+    with landing_scope(day), without_tombstones(day) as folder:  # the raw step's scope: links lead into ``day``
         assert folder != day
         assert [p.relative_to(folder).as_posix() for p in landing_files(folder)] == plain
         got = load_narrative_day(folder)  # what the reader makes of it is what it made before the files came
