@@ -4,10 +4,14 @@ Two landing formats share one record schema:
 
 - ``*.jsonl``: the native schema below (:data:`PERMIT_RULES`), with LLM- or
   clerk-extracted ``scope_sections`` and ``conditions``.
-- ``*.csv``: the City of Calgary open-data export (36 columns). Each row is mapped
-  onto the native schema (:func:`calgary_record`); its short ``description`` such as
-  ``SFD,FIREPLACE,GARAGE,DECK,PORCH,`` lists scope items, which become one scope
-  section each, with known abbreviations expanded (``SFD`` → "Single-family dwelling").
+- ``*.csv``: the City of Calgary open-data export (36 columns), mapped onto the native
+  schema by the mapping file ``mappings/calgary_building_permits.yaml`` (no Calgary code
+  here); its short ``description`` such as ``SFD,FIREPLACE,GARAGE,DECK,PORCH,`` lists
+  scope items, which become one scope section each, with the mapping's codes expanded
+  (``SFD`` → "Single-family dwelling").
+
+Any other export is mapped the same way into a dataset of its own
+(:func:`load_mapped_permits_day`, registered from its mapping file by the registry).
 
 Canonical text: the envelope (one ``Label: value`` line per present field, the list
 of scope sections, then the summary), then one block per scope section, then one
@@ -21,12 +25,23 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from codex_pipeline.core.documents import LoadResult, Reject
-from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, read_csv_rows, read_json_lines
+from codex_pipeline.sources.mapping.reader import (
+    SUFFIXES,
+    RowMapper,
+    Target,
+    check_crs,
+    field_columns,
+    mapped_reader,
+    name_columns,
+    scope_items,
+)
+from codex_pipeline.sources.mapping.schema import MappingError, SourceMapping, load_mapping
+from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, read_json_lines
 from codex_pipeline.sources.structured import (
     KEY_RULE,
     LATITUDE_RULE,
@@ -36,7 +51,6 @@ from codex_pipeline.sources.structured import (
     Rendering,
     build_documents,
     clean_text,
-    coerce_cell,
     fmt_money,
     fmt_number,
     fmt_scalar,
@@ -50,6 +64,10 @@ from codex_pipeline.sources.structured import (
 
 DATASET = "permit_signals"
 PERMIT_NUMBER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+_DETAILS_RULE = ("labels and values are one-line strings (max 120 / 500 characters)", lambda d: all(
+    isinstance(k, str) and isinstance(v, str) and 0 < len(k) <= 120 and 0 < len(v) <= 500 and "\n" not in k + v
+    for k, v in d.items()))
 
 SCOPE_SCHEMA = RecordSchema(
     f"{DATASET}.scope_section",
@@ -91,6 +109,7 @@ PERMIT_SCHEMA = RecordSchema(
         Field("estimated_cost", "number", False, "Estimated project cost in the jurisdiction's currency.", NON_NEGATIVE),
         Field("floor_area_sqft", "number", False, "Total floor area, square feet.", NON_NEGATIVE),
         Field("housing_units", "integer", False, "Housing units created.", NON_NEGATIVE),
+        Field("details", "object", False, "Further labelled facts of the export (a mapping's `details:`), e.g. `{\"Project name\": \"Graham Hill ES\"}`; one `Label: value` line each.", _DETAILS_RULE),
         Field("address", "string", True, "Site address.", one_line(300)),
         Field("community", "string", False, "Community / neighborhood.", one_line(120)),
         Field("latitude", "number", False, "Latitude (WGS 84); given together with longitude.", LATITUDE_RULE),
@@ -125,120 +144,113 @@ PERMIT_RULES = RecordRules(
 )
 
 # ---------------------------------------------------------------------------------------
-# Calgary CSV
+# Exports mapped onto the permit schema (the City of Calgary CSV is one such mapping)
 # ---------------------------------------------------------------------------------------
 
-CALGARY_JURISDICTION = "City of Calgary, AB"
+MAPPINGS_DIR = Path(__file__).parent / "mappings"
+CALGARY_MAPPING_FILE = MAPPINGS_DIR / "calgary_building_permits.yaml"
+_NOT_MAPPED = {"permit_number", "scope_sections", "conditions", "details"}  # the id, and what scope:/conditions:/details: build
+_REQUIRED = [f.name for f in PERMIT_SCHEMA.fields if f.required and f.name != "permit_number"]
 
-# Calgary column -> native field (the remaining columns are derived or geometry, see docs)
-CALGARY_COLUMNS: dict[str, str] = {
-    "permitnum": "permit_number",
-    "statuscurrent": "status",
-    "permittype": "permit_type",
-    "permitclass": "permit_class",
-    "workclass": "work_class",
-    "applieddate": "applied_date",
-    "issueddate": "issued_date",
-    "completeddate": "completed_date",
-    "applicantname": "applicant",
-    "contractorname": "contractor",
-    "estprojectcost": "estimated_cost",
-    "totalsqft": "floor_area_sqft",
-    "housingunits": "housing_units",
-    "originaladdress": "address",
-    "communityname": "community",
-    "latitude": "latitude",
-    "longitude": "longitude",
-    "description": "description",
-}
-CALGARY_REQUIRED_COLUMNS = ("permitnum", "statuscurrent", "permittype", "applieddate", "originaladdress", "description")
 
-# Scope abbreviations of Calgary descriptions (matched case-insensitively)
-SCOPE_CODES: dict[str, str] = {
-    "SFD": "Single-family dwelling",
-    "SEMI-D": "Semi-detached dwelling",
-    "BSMT-DEV": "Basement development",
-    "BASEMENT DEV": "Basement development",
-    "SSUITE": "Secondary suite",
-    "SECONDARY SUITE": "Secondary suite",
-    "ADU": "Additional dwelling unit",
-    "ADDITIONAL DWELLING UNIT": "Additional dwelling unit",
-    "GARAGE": "Garage",
-    "DECK": "Deck",
-    "PORCH": "Porch",
-    "FIREPLACE": "Fireplace",
-    "CARPORT": "Carport",
-    "ADDITION": "Addition",
-    "IMPROVEMENTS": "Improvements",
-    "RETAINING WALL": "Retaining wall",
-    "HOT TUB": "Hot tub",
-    "PRIVATE SWIMMING POOL": "Private swimming pool",
-    "ACCESSORY BUILDING": "Accessory building",
-    "INTERIOR ALTERATIONS": "Interior alterations",
-    "INTERIOR ALTERATION": "Interior alterations",
-}
-_COMPACT_ITEM_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/&+-]{0,23}$")
+def permit_targets() -> dict[str, Target]:
+    """The permit fields a mapping may fill from columns, with their types."""
+    return {f.name: Target(f.type, multiline=f.name == "summary") for f in PERMIT_SCHEMA.fields if f.name not in _NOT_MAPPED}
+
+
+def check_permit_mapping(m: SourceMapping, path: str) -> None:
+    """Kind rules of a permit mapping; :class:`MappingError` names the key and the fix."""
+    targets = permit_targets()
+    for name in m.fields:
+        if name not in targets:
+            hint = " (the id column is id:)" if name == "permit_number" else ""
+            raise MappingError(f"mapping {path}: key 'fields.{name}': not a permit field{hint}; "
+                               f"fix: use one of {', '.join(targets)}, or put it under details:")
+        if m.fields[name].type is not None and m.fields[name].type != targets[name].type:
+            raise MappingError(f"mapping {path}: key 'fields.{name}.type': a permit's {name} is {targets[name].type}; "
+                               "fix: remove type:")
+    for name in _REQUIRED:
+        if name not in m.fields:
+            raise MappingError(f"mapping {path}: key 'fields.{name}' is required for kind permit; "
+                               f"fix: map it to a column ({name}: <column>) or give a constant ({name}: {{value: …}})")
+    if m.coordinates is not None and ({"latitude", "longitude"} & set(m.fields)):
+        raise MappingError(f"mapping {path}: key 'coordinates': latitude/longitude are also under fields:; fix: keep one")
+    if m.coordinates is not None and (why := check_crs(m.coordinates.crs)):
+        raise MappingError(f"mapping {path}: key 'coordinates.crs': {why}; fix: an EPSG code such as EPSG:3857")
+
+
+def permit_builder(m: SourceMapping) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """Row -> native permit record: fields, then ``details``, scope sections and conditions."""
+    mapper = RowMapper(m, permit_targets(), "permit_number")
+    text = Target("string")
+
+    def build(row: Mapping[str, Any]) -> dict[str, Any]:
+        rec = {"permit_number": None} | mapper.record(row)
+        details = {label: v for label, rule in m.details.items() if (v := mapper.value(row, label, rule, text)) is not None}
+        if details:
+            rec["details"] = details
+        if m.scope is not None:
+            cell = mapper.cell(row, m.scope.column)
+            lead, items = scope_items(one_line_text(cell) if m.scope.mode != "bullets" and cell else cell, m.scope)
+            if items:
+                rec["scope_sections"] = items
+            summary = m.fields.get("summary")
+            if m.scope.mode == "bullets" and items and summary is not None and summary.column == m.scope.column:
+                rec.pop("summary", None)
+                if lead:
+                    rec["summary"] = lead
+        if m.conditions is not None:
+            cell = mapper.cell(row, m.conditions.column)
+            parts = [clean_text(p) for p in str(cell).split(m.conditions.separator) if p.strip()] if cell else []
+            if parts:
+                rec["conditions"] = [{"text": p} for p in parts]
+        return rec
+
+    return build
+
+
+def load_permit_mapping(path: Path) -> SourceMapping:
+    m = load_mapping(path)
+    if m.kind != "permit":
+        raise MappingError(f"mapping {path}: key 'kind': {m.kind!r} where a permit mapping is expected; fix: kind: permit")
+    check_permit_mapping(m, str(path))
+    return m
+
+
+CALGARY = load_permit_mapping(CALGARY_MAPPING_FILE)
+CALGARY_JURISDICTION = CALGARY.fields["jurisdiction"].value
+CALGARY_COLUMNS = field_columns(CALGARY, "permit_number")  # native field -> Calgary column
+SCOPE_CODES = CALGARY.scope.codes if CALGARY.scope else {}
+_calgary_build = permit_builder(CALGARY)
 
 
 def calgary_scope_items(description: str | None) -> list[dict[str, str]]:
-    """Scope sections from a Calgary ``description`` when it is a list of scope items.
+    """Scope sections of a Calgary ``description`` (the mapping's ``scope:``, mode ``code_list``).
 
     It is a list when every comma-separated item is a known abbreviation, or when it
-    has the compact code-list shape of the export (``SFD,DECK,PORCH,SSuite``: commas
-    without spaces, single-word items). Free prose ("Interior alterations and a change
-    of use for a new tenant, …") is not cut at its commas: it stays the permit's
-    description, in the summary.
+    has the compact code-list shape of the export (``SFD,DECK,PORCH,SSuite``). Free
+    prose ("Interior alterations and a change of use for a new tenant, …") is not cut
+    at its commas: it stays the permit's description, in the summary.
     """
-    if description is None or is_blank(description):
-        return []
-    items = [i.strip() for i in description.split(",") if i.strip()]
-    known = all(i.upper() in SCOPE_CODES for i in items)
-    compact = "," in description and ", " not in description and all(_COMPACT_ITEM_RE.match(i) for i in items)
-    if not items or not (known or compact):
-        return []
-    out = []
-    for item in items:
-        name = SCOPE_CODES.get(item.upper())
-        out.append({"title": name, "code": item} if name else {"title": item})
-    return out
+    assert CALGARY.scope is not None
+    return scope_items(description, CALGARY.scope)[1]
 
 
 def calgary_record(row: Mapping[str, str | None]) -> dict[str, Any]:
-    """One Calgary CSV row as a native permit record (cells converted to the field types)."""
-    types = {f.name: f.type for f in PERMIT_SCHEMA.fields}
-    rec: dict[str, Any] = {"permit_number": None, "jurisdiction": CALGARY_JURISDICTION}
-    for col, name in CALGARY_COLUMNS.items():
-        value = coerce_cell(row.get(col), types[name])
-        if isinstance(value, str) and types[name] == "string":
-            value = one_line_text(value)
-        if value is not None:
-            rec[name] = value
-    scope = calgary_scope_items(rec.get("description"))
-    if scope:
-        rec["scope_sections"] = scope
-    return rec
+    """One Calgary CSV row as a native permit record (through ``calgary_building_permits.yaml``)."""
+    return _calgary_build(row)
 
 
-def read_calgary_csv(path: Path, day_dir: Path) -> tuple[list[RawRecord], list[Reject]]:
-    rel = path.relative_to(day_dir).as_posix()
-    rows, refs, rejects = read_csv_rows(path, day_dir)
-    if not rows:
-        return [], rejects
-    missing = [c for c in CALGARY_REQUIRED_COLUMNS if c not in rows[0]]
-    if missing:
-        return [], rejects + [Reject(rel, f"not a Calgary permit export: missing column(s) {', '.join(map(repr, missing))}")]
-    return [RawRecord(rel, ref, calgary_record(row)) for row, ref in zip(rows, refs)], rejects
+def mapped_permit_reader(m: SourceMapping) -> Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]:
+    return mapped_reader(m, permit_builder(m))
 
 
-def _name_columns(rejects: list[Reject]) -> list[Reject]:
-    """Reasons of CSV rows name the Calgary column next to the native field."""
-    out = []
-    for r in rejects:
-        reason = r.reason
-        if r.source_file.lower().endswith(".csv"):
-            for col, name in CALGARY_COLUMNS.items():
-                reason = reason.replace(f"field {name!r}", f"field {name!r} (column {col!r})")
-        out.append(Reject(r.source_file, reason, r.record_ref, r.excerpt, r.stage))
+def load_mapped_permits_day(m: SourceMapping, dataset: str, day_dir: Path) -> LoadResult:
+    """A day of an export mapped onto the permit schema, as ``dataset``'s documents."""
+    reader = mapped_permit_reader(m)
+    records, rejects = load_records(day_dir, PERMIT_RULES, {SUFFIXES[m.format]: reader})
+    out = build_documents(dataset, records, render_permit, permit_title)
+    out.rejects[:0] = name_columns(rejects, field_columns(m, "permit_number"))
     return out
 
 
@@ -274,6 +286,8 @@ def render_permit(p: Mapping[str, Any]) -> Rendering:
         lines.append(f"Floor area: {fmt_number(p['floor_area_sqft'])} sq ft")
     if not is_blank(p.get("housing_units")):
         lines.append(f"Housing units: {p['housing_units']}")
+    for label, value in (p.get("details") or {}).items():
+        lines.append(f"{one_line_text(label)}: {one_line_text(value)}")
     address = one_line_text(p["address"])
     if not is_blank(p.get("community")):
         address += f" ({one_line_text(p['community'])})"
@@ -313,8 +327,10 @@ def permit_title(p: Mapping[str, Any]) -> str:
 
 
 def load_permits_day(day_dir: Path) -> LoadResult:
-    """Native ``*.jsonl`` and Calgary ``*.csv`` permits of one landing day."""
-    records, rejects = load_records(day_dir, PERMIT_RULES, {".jsonl": read_json_lines, ".csv": read_calgary_csv})
+    """Native ``*.jsonl`` and Calgary ``*.csv`` (``calgary_building_permits.yaml``) permits of one landing day."""
+    readers = {".jsonl": read_json_lines, ".csv": mapped_permit_reader(CALGARY)}
+    records, rejects = load_records(day_dir, PERMIT_RULES, readers)
     out = build_documents(DATASET, records, render_permit, permit_title)
-    out.rejects[:0] = _name_columns(rejects)
+    columns = field_columns(CALGARY, "permit_number")
+    out.rejects[:0] = [name_columns([r], columns)[0] if r.source_file.lower().endswith(".csv") else r for r in rejects]
     return out

@@ -1,0 +1,7 @@
+"""Declarative source mappings: a YAML file maps a city's CSV / JSON export onto a record kind.
+
+``schema`` parses and validates a mapping file, ``reader`` turns the export's rows into
+records of the kind's schema (rejecting a file whose header does not match), ``kinds``
+gives each kind its validation, canonical text and loader. ``docs/datasets/mappings.md``
+is the user's guide.
+"""

@@ -1,0 +1,134 @@
+"""Record kinds a mapping targets, and a mapped dataset's loader.
+
+``permit``: the ``permit_signals`` schema (summary, scope sections, conditions; its
+canonical text and chunk tree). ``record``: a generic record of the mapping's own fields
+rendered as the Markdown key-value view ``urban_signal_grid`` uses, for exports without
+free text (one ``record_view`` chunk per row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from codex_pipeline.core.documents import LoadResult
+from codex_pipeline.sources.mapping.reader import (
+    SUFFIXES,
+    RowMapper,
+    Target,
+    check_crs,
+    field_columns,
+    mapped_reader,
+    name_columns,
+)
+from codex_pipeline.sources.mapping.schema import MappingError, SourceMapping, load_mapping, mapping_digest
+from codex_pipeline.sources.permits import check_permit_mapping, load_mapped_permits_day
+from codex_pipeline.sources.records import Field, RecordSchema
+from codex_pipeline.sources.structured import (
+    LATITUDE_RULE,
+    LONGITUDE_RULE,
+    RECORD_ID_RULE,
+    RecordRules,
+    build_documents,
+    fmt_scalar,
+    is_blank,
+    load_records,
+    one_line_text,
+    render_kv_view,
+)
+
+RECORD_ID_FIELD = "record_id"
+
+
+def record_fields(m: SourceMapping) -> tuple[Field, ...]:
+    """The record kind's schema: the id, the mapped fields in mapping order, then the coordinates."""
+    out = [Field(RECORD_ID_FIELD, "string", True, f"Record id (column {m.id!r}).", RECORD_ID_RULE)]
+    for name, rule in m.fields.items():
+        type_ = rule.type or "string"
+        out.append(Field(name, "string" if type_ == "text" else type_, False, f"From {'+'.join(rule.source_columns()) or 'a constant'}."))
+    if m.coordinates is not None:
+        out += [Field("latitude", "number", False, "Latitude (WGS 84).", LATITUDE_RULE),
+                Field("longitude", "number", False, "Longitude (WGS 84).", LONGITUDE_RULE)]
+    return tuple(out)
+
+
+def check_record_mapping(m: SourceMapping, path: str) -> None:
+    for key in ("scope", "conditions", "details"):
+        if getattr(m, key):
+            raise MappingError(f"mapping {path}: key {key!r}: only kind permit has {key}; fix: remove it or use kind: permit")
+    taken = {RECORD_ID_FIELD} | ({"latitude", "longitude"} if m.coordinates else set())
+    for name in m.fields:
+        if name in taken:
+            raise MappingError(f"mapping {path}: key 'fields.{name}': {name} is filled by id:/coordinates:; fix: rename it")
+    if m.view.title is not None and m.view.title not in m.fields:
+        raise MappingError(f"mapping {path}: key 'view.title': {m.view.title!r} is not under fields:; fix: name a mapped field")
+    if m.coordinates is not None and (why := check_crs(m.coordinates.crs)):
+        raise MappingError(f"mapping {path}: key 'coordinates.crs': {why}; fix: an EPSG code such as EPSG:3857")
+
+
+def _heading(m: SourceMapping, record: Mapping[str, Any]) -> str:
+    head = f"{m.view.label} {record[RECORD_ID_FIELD]}"
+    if m.view.title and not is_blank(record.get(m.view.title)):
+        head += f" — {one_line_text(fmt_scalar(record[m.view.title]))}"
+    return head
+
+
+def load_mapped_records_day(m: SourceMapping, dataset: str, day_dir: Path) -> LoadResult:
+    """A day of an export mapped onto a generic record, rendered as its key-value view."""
+    fields = record_fields(m)
+    targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text")) for f in fields if f.name in m.fields}
+    mapper = RowMapper(m, targets, RECORD_ID_FIELD)
+    rules = RecordRules(RecordSchema(dataset, RECORD_ID_FIELD, fields))
+    records, rejects = load_records(day_dir, rules, {SUFFIXES[m.format]: mapped_reader(m, mapper.record)})
+    out = build_documents(dataset, records, lambda r: render_kv_view(_heading(m, r), r, fields), partial(_heading, m))
+    out.rejects[:0] = name_columns(rejects, field_columns(m, RECORD_ID_FIELD))
+    return out
+
+
+@dataclass(frozen=True)
+class MappedDataset:
+    """A dataset defined by a mapping file: what the registry needs to make its spec."""
+
+    path: Path
+    mapping: SourceMapping
+    digest: str  # of the file: part of the dataset's source_version
+
+    @property
+    def name(self) -> str:
+        return self.mapping.dataset
+
+    @property
+    def load_day(self) -> Callable[[Path], LoadResult]:
+        load = load_mapped_permits_day if self.mapping.kind == "permit" else load_mapped_records_day
+        return partial(load, self.mapping, self.mapping.dataset)
+
+    @property
+    def description(self) -> str:
+        m = self.mapping
+        tree = ("permit_summary → permit_scope_section and condition chunks" if m.kind == "permit"
+                else "one record_view chunk per record")
+        return f"{m.description or m.title} Mapped by {self.path.name}: {tree}."
+
+
+def check_mapping(m: SourceMapping, path: str) -> None:
+    """The kind's own rules (target fields, required fields, coordinates)."""
+    if m.kind == "permit":
+        check_permit_mapping(m, path)
+    else:
+        check_record_mapping(m, path)
+
+
+def load_mapped_dataset(path: Path) -> MappedDataset:
+    m = load_mapping(path)
+    check_mapping(m, str(path))
+    return MappedDataset(path, m, mapping_digest(m))
+
+
+def mapping_files(folder: Path) -> list[Path]:
+    """The ``*.yaml`` / ``*.yml`` mapping files of a folder, in name order."""
+    if not folder.is_dir():
+        raise MappingError(f"mappings folder {folder} does not exist; fix: create it or correct the configured mappings folder")
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())

@@ -1,0 +1,293 @@
+"""An export's rows through a mapping: header check, then one typed record per row.
+
+Cells that do not convert (a date no format reads, a number with words in it) stay
+strings, so the kind's schema rejects the row naming the field, its column and the rule
+with the value (``field 'applied_date' (column 'Created Date') fails 'required date'
+(got '13/45/2025')``). Rules only the mapping knows (vocabulary, coordinates) reject
+the row here, naming the row, the column and the rule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.files import read_text
+from codex_pipeline.sources.mapping.schema import Coordinates, FieldRule, ScopeRule, SourceMapping
+from codex_pipeline.sources.records import RawRecord, read_csv_rows, read_json_lines, short_repr
+from codex_pipeline.sources.structured import clean_text, coerce_cell, one_line_text
+
+Rows = tuple[list[dict[str, Any]], list[str], list[str], list[Reject]]  # rows, refs, header, rejects
+_COMPACT_ITEM_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/&+-]{0,23}$")
+SUFFIXES = {"csv": ".csv", "jsonl": ".jsonl", "json": ".json"}
+
+
+def read_rows(path: Path, day_dir: Path, fmt: str) -> Rows:
+    """The export's rows (dicts keyed by column), their refs, the header, and file-level rejects."""
+    rel = path.relative_to(day_dir).as_posix()
+    if fmt == "csv":
+        rows, refs, rejects = read_csv_rows(path, day_dir)
+        return list(rows), refs, list(rows[0]) if rows else [], rejects
+    if fmt == "jsonl":
+        recs, rejects = read_json_lines(path, day_dir)
+        return [r.data for r in recs], [r.ref for r in recs], _keys(r.data for r in recs), rejects
+    text = read_text(path, day_dir)
+    if isinstance(text, Reject):
+        return [], [], [], [text]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [], [], [], [Reject(rel, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+    if not isinstance(data, list):
+        return [], [], [], [Reject(rel, f"expected a JSON array of objects, got {type(data).__name__}")]
+    rows, refs, rejects = [], [], []
+    for i, obj in enumerate(data):
+        if isinstance(obj, dict):
+            rows.append(obj)
+            refs.append(f"item {i}")
+        else:
+            rejects.append(Reject(rel, f"expected a JSON object, got {type(obj).__name__}", f"item {i}", short_repr(obj, 300)))
+    return rows, refs, _keys(rows), rejects
+
+
+def _keys(rows: Any) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in rows:
+        seen.update(dict.fromkeys(r))
+    return list(seen)
+
+
+def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
+    """Why the header does not fit the mapping (missing / unexpected columns named), or None."""
+    wanted = mapping.columns()
+    have = set(header)
+    missing = [c for c in wanted if c not in have]
+    unexpected = [c for c in header if c not in set(wanted)] if mapping.unexpected_columns == "reject" else []
+    if not missing and not unexpected:
+        return None
+    why = []
+    if missing:
+        why.append(f"missing column(s) {', '.join(map(repr, missing))}")
+    if unexpected:
+        why.append(f"unexpected column(s) {', '.join(map(repr, unexpected))}")
+    return f"not a {mapping.title} export: " + "; ".join(why) + " (map them or list them under drop: in the mapping)"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a kind expects of one field: its type, and whether it keeps line breaks."""
+
+    type: str
+    multiline: bool = False
+
+
+class RowProblem(ValueError):
+    """A row the mapping's own rules refuse (named row, column, rule)."""
+
+
+@lru_cache(maxsize=16)
+def _transformer(crs: str) -> Any:
+    from pyproj import Transformer  # on first use: PROJ's database is not needed to import the definitions
+
+    return Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
+
+
+def check_crs(crs: str) -> str | None:
+    """None when pyproj knows ``crs``, else why not."""
+    from pyproj.exceptions import CRSError
+
+    try:
+        _transformer(crs)
+    except CRSError as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
+class RowMapper:
+    """One export row -> one record of the kind's fields (``targets``: field -> :class:`Target`)."""
+
+    def __init__(self, mapping: SourceMapping, targets: Mapping[str, Target], id_field: str) -> None:
+        self.m = mapping
+        self.targets = targets
+        self.id_field = id_field
+        self.empty = {v.strip() for v in mapping.empty_values}
+
+    def cell(self, row: Mapping[str, Any], column: str) -> Any:
+        v = row.get(column)
+        if isinstance(v, str):
+            return None if v.strip() in self.empty else v
+        if isinstance(v, (dict, list)) and not v:
+            return None
+        return v
+
+    def _raw(self, row: Mapping[str, Any], rule: FieldRule) -> Any:
+        if rule.value is not None:
+            return rule.value
+        if rule.column:
+            return self.cell(row, rule.column)
+        parts = [one_line_text(str(p)) for p in (self.cell(row, c) for c in rule.columns) if p is not None]
+        return rule.join.join(p for p in parts if p) or None
+
+    def value(self, row: Mapping[str, Any], name: str, rule: FieldRule, target: Target) -> Any:
+        raw = self._raw(row, rule)
+        if raw is None:
+            return None
+        if rule.separator is not None or isinstance(raw, list):
+            parts = raw if isinstance(raw, list) else str(raw).split(rule.separator)
+            items = [one_line_text(str(p)) for p in parts if str(p).strip()]
+            items = [self._vocab(row, name, rule, p) for p in items]
+            if target.type == "list[string]":
+                return items or None
+            raw = "; ".join(items) if items else None
+            if raw is None:
+                return None
+        elif rule.vocabulary is not None:
+            raw = self._vocab(row, name, rule, one_line_text(str(raw)))
+        return convert(raw, target, rule.formats)
+
+    def _vocab(self, row: Mapping[str, Any], name: str, rule: FieldRule, v: str) -> str:
+        if rule.vocabulary is None:
+            return v
+        folded = {k.casefold(): out for k, out in rule.vocabulary.items()}
+        if v.casefold() in folded:
+            return folded[v.casefold()]
+        if rule.unknown == "reject":
+            col = rule.column or "+".join(rule.columns)
+            raise RowProblem(f"column {col!r}: {v!r} is not in fields.{name}.vocabulary "
+                             "(add it there, or set unknown: keep)")
+        return v
+
+    def coordinates(self, row: Mapping[str, Any], c: Coordinates) -> tuple[Any, Any]:
+        """(latitude, longitude) in WGS 84; cells that are not numbers stay as given (the schema rejects them)."""
+        x, y = self.cell(row, c.x), self.cell(row, c.y)
+        if x is None and y is None:
+            return None, None
+        try:
+            fx, fy = float(x), float(y)
+        except (TypeError, ValueError):
+            raise RowProblem(f"columns {c.x!r}/{c.y!r}: ({short_repr(x)}, {short_repr(y)}) are not two numbers "
+                             "(coordinates)") from None
+        if c.crs.upper() in ("EPSG:4326", "WGS84"):
+            return fy, fx
+        lon, lat = _transformer(c.crs).transform(fx, fy)
+        return round(lat, 7), round(lon, 7)
+
+    def record(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        rec: dict[str, Any] = {self.id_field: convert(self.cell(row, self.m.id), Target("string"), ())}
+        for name, rule in self.m.fields.items():
+            v = self.value(row, name, rule, self.targets[name])
+            if v is not None:
+                rec[name] = v
+        if self.m.coordinates is not None:
+            lat, lon = self.coordinates(row, self.m.coordinates)
+            if lat is not None:
+                rec["latitude"], rec["longitude"] = lat, lon
+        if rec[self.id_field] is None:
+            del rec[self.id_field]
+        return rec
+
+
+def convert(v: Any, target: Target, formats: Sequence[str]) -> Any:
+    """A cell as the target's type; a cell that does not convert stays as it is (the schema names it)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or (isinstance(v, (int, float)) and target.type in ("integer", "number")):
+        return v
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, ensure_ascii=False, sort_keys=True)
+    s = str(v)
+    if target.type == "date" and formats:
+        for fmt in formats:
+            try:
+                return dt.datetime.strptime(s.strip(), fmt).date().isoformat()
+            except ValueError:
+                continue
+        return s.strip()
+    if target.type in ("string", "text", "list[string]"):
+        return (clean_text(s) if target.multiline else one_line_text(s)) or None
+    return coerce_cell(s, target.type)
+
+
+def scope_items(cell: str | None, rule: ScopeRule) -> tuple[str | None, list[dict[str, str]]]:
+    """(lead text, scope sections) of one cell, per the rule's mode (see :class:`ScopeRule`)."""
+    if cell is None or not cell.strip():
+        return cell, []
+    codes = {k.upper(): v for k, v in rule.codes.items()}
+    if rule.mode == "bullets":
+        lead, *rest = cell.split(rule.separator)
+        items = [clean_text(p) for p in rest if p.strip()]
+        return (clean_text(lead) or None), [{"title": short_title(i), "text": i} for i in items]
+    items = [i.strip() for i in cell.split(rule.separator) if i.strip()]
+    if rule.mode == "code_list":
+        known = all(i.upper() in codes for i in items)
+        sep = rule.separator
+        compact = sep in cell and f"{sep} " not in cell and all(_COMPACT_ITEM_RE.match(i) for i in items)
+        if not items or not (known or compact):
+            return cell, []
+    out = []
+    for item in items:
+        name = codes.get(item.upper())
+        out.append({"title": name, "code": item} if name else {"title": one_line_text(item)})
+    return cell, out
+
+
+def short_title(text: str, limit: int = 80) -> str:
+    """A scope title from its text: the first line, cut at a word under ``limit`` characters."""
+    line = one_line_text(text)
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0]
+    return (cut or line[:limit]) + " …"
+
+
+def field_columns(mapping: SourceMapping, id_field: str) -> dict[str, str]:
+    """Target field -> the column(s) it comes from, for reject reasons."""
+    out = {id_field: mapping.id} | {name: "+".join(rule.source_columns()) for name, rule in mapping.fields.items() if rule.value is None}
+    if mapping.coordinates is not None:
+        out |= {"latitude": mapping.coordinates.y, "longitude": mapping.coordinates.x}
+    return out
+
+
+def name_columns(rejects: Sequence[Reject], columns: Mapping[str, str]) -> list[Reject]:
+    """Reject reasons name the export's column next to the field: ``field 'x' (column 'y')``."""
+    out = []
+    for r in rejects:
+        reason = r.reason
+        for name, col in columns.items():
+            reason = reason.replace(f"field {name!r} fails", f"field {name!r} (column {col!r}) fails")
+        out.append(Reject(r.source_file, reason, r.record_ref, r.excerpt, r.stage))
+    return out
+
+
+Build = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]:
+    """A landing-file reader: header check, then ``build(row)`` per row; a refused row is a reject."""
+
+    def read(path: Path, day_dir: Path) -> tuple[list[RawRecord], list[Reject]]:
+        rel = path.relative_to(day_dir).as_posix()
+        rows, refs, header, rejects = read_rows(path, day_dir, mapping.format)
+        if not rows:
+            return [], rejects
+        problem = header_problem(mapping, header)
+        if problem:
+            return [], rejects + [Reject(rel, problem)]
+        records = []
+        for row, ref in zip(rows, refs):
+            try:
+                records.append(RawRecord(rel, ref, build(row)))
+            except RowProblem as exc:
+                rid = row.get(mapping.id)
+                rejects.append(Reject(rel, str(exc), ref + (f", {mapping.id}={rid!r}" if isinstance(rid, str) else ""),
+                                      short_repr(row, 300)))
+        return records, rejects
+
+    return read

@@ -1,0 +1,202 @@
+"""The mapping file format: a pydantic model, and one-line errors that name the key and the fix.
+
+A mapping is trusted configuration (it names columns, never paths), validated when
+loaded so that a mistake fails the code location's load with the file, the key and what
+to write instead, rather than rejecting every row of a landing day.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+FORMAT_VERSION = 1
+DATASET_NAME = r"^[a-z][a-z0-9_]{1,62}$"
+FIELD_NAME = r"^[a-z][a-z0-9_]{0,62}$"
+RecordKind = Literal["permit", "record"]
+ValueType = Literal["string", "text", "integer", "number", "boolean", "date", "list[string]"]
+
+
+class MappingError(ValueError):
+    """A mapping file that cannot be used: one line naming the file, the key and the fix."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true/false. Column names such as ``No``, ``Y`` or ``On`` stay strings."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+
+
+class FieldRule(_Strict):
+    """Where one target field's value comes from. A bare string in YAML is ``{column: …}``."""
+
+    column: str | None = None  # one source column
+    columns: tuple[str, ...] = ()  # several columns joined (address parts): empty ones skipped
+    join: str = " "  # between the parts of ``columns``
+    value: str | None = None  # a constant instead of a column
+    type: ValueType | None = None  # record kind only (a permit field has its schema's type)
+    formats: tuple[str, ...] = ()  # dates: strptime formats tried in order; none: ISO 8601
+    separator: str | None = None  # a multi-value cell: split here, parts joined with "; " (or a list)
+    vocabulary: dict[str, str] | None = None  # cell value -> value recorded (e.g. status codes)
+    unknown: Literal["keep", "reject"] = "keep"  # a value missing from the vocabulary
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"column": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FieldRule:
+        given = [k for k, v in (("column", self.column), ("columns", self.columns), ("value", self.value)) if v]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of column, columns, value (got {', '.join(given) or 'none'})")
+        if self.unknown == "reject" and not self.vocabulary:
+            raise ValueError("unknown: reject needs a vocabulary")
+        return self
+
+    def source_columns(self) -> tuple[str, ...]:
+        return (self.column,) if self.column else self.columns
+
+
+class ScopeRule(_Strict):
+    """Permit scope sections cut from one column.
+
+    ``items``: every part is a scope item. ``code_list``: only when the cell is a list of
+    codes (every part a known code, or the compact ``A,B,C`` shape), else it stays prose.
+    ``bullets``: text before the first separator is the lead (it stays in the summary
+    when ``summary`` maps the same column); every later part is a scope section.
+    """
+
+    column: str
+    separator: str = ","
+    mode: Literal["items", "code_list", "bullets"] = "items"
+    codes: dict[str, str] = {}  # abbreviation (any case) -> scope title
+
+
+class ConditionRule(_Strict):
+    """Permit conditions from one column, one condition per part."""
+
+    column: str
+    separator: str = ";"
+
+
+class Coordinates(_Strict):
+    """x / y columns in ``crs``, converted to WGS 84 latitude / longitude (pyproj)."""
+
+    x: str
+    y: str
+    crs: str = "EPSG:4326"
+
+
+class RecordView(_Strict):
+    """How a record without free text is rendered: ``## {label} {id} — {title field}`` then its fields."""
+
+    label: str = "Record"
+    title: str | None = None  # a target field shown in the heading
+
+
+class SourceMapping(_Strict):
+    codex_mapping: Literal[1]  # the format version
+    dataset: str = Field(pattern=DATASET_NAME)
+    kind: RecordKind
+    title: str = Field(min_length=1, max_length=120)  # what the export is, e.g. "Seattle SDCI pre-application"
+    description: str = ""
+    format: Literal["csv", "jsonl", "json"] = "csv"
+    id: str  # the column holding the record id
+    fields: dict[str, FieldRule] = {}
+    details: dict[str, FieldRule] = {}  # permit: extra ``Label: value`` lines of the envelope
+    scope: ScopeRule | None = None
+    conditions: ConditionRule | None = None
+    coordinates: Coordinates | None = None
+    empty_values: tuple[str, ...] = ("",)  # cells (stripped) that mean "no value"
+    drop: tuple[str, ...] = ()  # columns present in the export and deliberately unused
+    unexpected_columns: Literal["reject", "ignore"] = "reject"
+    view: RecordView = RecordView()
+    propositions: bool | None = None  # None: on for permits, off for record views
+
+    @field_validator("fields")
+    @classmethod
+    def _field_names(cls, v: dict[str, FieldRule]) -> dict[str, FieldRule]:
+        bad = [k for k in v if not re.match(FIELD_NAME, k)]
+        if bad:
+            raise ValueError(f"field name {bad[0]!r} is not snake_case (a-z, 0-9, _)")
+        return v
+
+    def columns(self) -> list[str]:
+        """Every column the mapping reads or drops, in mapping order, without repeats."""
+        cols: list[str] = [self.id]
+        for rule in (*self.fields.values(), *self.details.values()):
+            cols += rule.source_columns()
+        for extra in (self.scope, self.conditions):
+            if extra is not None:
+                cols.append(extra.column)
+        if self.coordinates is not None:
+            cols += [self.coordinates.x, self.coordinates.y]
+        return list(dict.fromkeys(cols + list(self.drop)))
+
+
+_FIXES = {
+    "extra_forbidden": "remove it or fix its spelling",
+    "missing": "add it",
+    "literal_error": "use one of the values named",
+    "string_pattern_mismatch": "use lowercase letters, digits and _ (start with a letter)",
+}
+
+
+def _one_line(path: str, err: ValidationError) -> str:
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-")) or "(top level)"
+    fix = _FIXES.get(e["type"], "see docs/datasets/mappings.md")
+    more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"mapping {path}: key {key!r}: {e['msg']}; fix: {fix}{more}"
+
+
+def parse_mapping(text: str, path: str) -> SourceMapping:
+    """A mapping from YAML text; :class:`MappingError` names the file, the key and the fix."""
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise MappingError(f"mapping {path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}; fix the syntax") from None
+    if not isinstance(data, dict):
+        raise MappingError(f"mapping {path}: expected a YAML mapping of keys (codex_mapping: 1, dataset: …, kind: …)")
+    try:
+        mapping = SourceMapping.model_validate(data)
+    except ValidationError as exc:
+        raise MappingError(_one_line(path, exc)) from None
+    for key, rule in mapping.fields.items():
+        for fmt in rule.formats:
+            if "%" not in fmt:
+                raise MappingError(f"mapping {path}: key 'fields.{key}.formats': {fmt!r} has no % directive; "
+                                   "fix: write strptime formats such as '%m/%d/%Y'")
+            dt.datetime(2001, 2, 3).strftime(fmt)
+    return mapping
+
+
+def load_mapping(path: Path) -> SourceMapping:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MappingError(f"mapping {path}: cannot read it ({exc}); fix: give a readable UTF-8 YAML file") from None
+    return parse_mapping(text, str(path))
+
+
+def mapping_digest(mapping: SourceMapping) -> str:
+    """First 8 hex of the SHA-256 of what the mapping says (not its comments or layout):
+    an edited mapping is a new ``source_version``, so the version sensor re-ingests."""
+    return hashlib.sha256(mapping.model_dump_json().encode()).hexdigest()[:8]
