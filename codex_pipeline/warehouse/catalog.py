@@ -59,7 +59,10 @@ def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConne
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                 if "lock" in str(exc).lower():
-                    raise CatalogBusy(f"{path} is locked by another process: {exc}") from exc
+                    raise CatalogBusy(
+                        f"{path} is locked by another process ({_first_line(exc)}); "
+                        "close the program that opened it for writing, or retry when it is done"
+                    ) from exc
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
@@ -140,7 +143,7 @@ def _rebuild_from_files(warehouse: Warehouse, problem: str | None) -> tuple[list
             f"cannot rebuild {warehouse.catalog_path}: {exc.strerror or exc} "
             f"(run `codex catalog rebuild` as a user who can write {warehouse.root})"
         ) from exc
-    views = sorted(n for views in registry.values() for n in views if n not in failed)
+    views = sorted({n for views in registry.values() for n in views} - failed.keys())
     if problem is not None:
         log.warning(
             "%s %s: rebuilt it from the files under %s (%d views%s)",

@@ -1,0 +1,106 @@
+"""A query session on the catalog that reads the warehouse's files and nothing else: what ``codex query`` runs SQL in.
+
+Two locks, because DuckDB has one switch for files and it does not tell reading from
+writing:
+
+- **DuckDB's own settings** (``enable_external_access = false`` with the data
+  directory's ``warehouse/`` as the only ``allowed_directories``, extension autoload
+  and autoinstall off, then ``lock_configuration = true`` so no ``SET`` gives any of it
+  back): no file outside ``warehouse/`` is read or written (``read_csv('/etc/passwd')``,
+  ``COPY … TO '/tmp/x'``, ``EXPORT DATABASE``, ``ATTACH``, ``INSTALL``/``LOAD``).
+- **Read-only statements** (:func:`check_statements`): an allowed directory is
+  writable too, so ``COPY (…) TO '<a published partition>'`` would pass the settings;
+  only statements that cannot write (``SELECT`` and its forms, ``EXPLAIN`` of one,
+  ``PRAGMA``, ``CALL``) run. The catalog itself is opened read-only.
+
+With ``allow_files`` (``codex query --unsafe-allow-files``) the session is a plain
+DuckDB session on the read-only catalog, with the rights of the user running it
+(extensions still load only when a statement says ``INSTALL``/``LOAD``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from codex_pipeline.warehouse.catalog import connect_catalog
+
+if TYPE_CHECKING:
+    from codex_pipeline.warehouse.storage import Warehouse
+
+READ_ONLY_STATEMENTS = frozenset(
+    {duckdb.StatementType.SELECT, duckdb.StatementType.PRAGMA, duckdb.StatementType.CALL, duckdb.StatementType.MULTI}
+)
+"""Statement types that read: SELECT (also DESCRIBE, SUMMARIZE, SHOW, FROM-first, VALUES), PRAGMA, CALL, PIVOT (MULTI)."""
+
+_EXPLAIN = re.compile(r"^\s*explain\b(?:\s+analyze\b|\s*\([^)]*\))?", re.IGNORECASE)
+
+
+class QueryRefused(ValueError):
+    """A statement the sandboxed session does not run; the message is one line naming the fix."""
+
+
+def sandbox_settings(warehouse: Warehouse) -> list[str]:
+    """The statements that close a session around ``warehouse/``, in order (the lock last)."""
+    allowed = (warehouse.root / "warehouse").as_posix().rstrip("/") + "/"
+    return [
+        "SET autoinstall_known_extensions = false",
+        "SET autoload_known_extensions = false",
+        f"SET allowed_directories = ['{allowed.replace(chr(39), chr(39) * 2)}']",
+        "SET enable_external_access = false",
+        "SET lock_configuration = true",
+    ]
+
+
+def open_query_session(warehouse: Warehouse, allow_files: bool = False) -> duckdb.DuckDBPyConnection:
+    """The read-only catalog, closed around ``warehouse/`` unless ``allow_files``."""
+    con = connect_catalog(warehouse, read_only=True)
+    try:
+        for statement in sandbox_settings(warehouse) if not allow_files else sandbox_settings(warehouse)[:2]:
+            con.execute(statement)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def check_statements(con: duckdb.DuckDBPyConnection, sql: str, fix: str) -> None:
+    """QueryRefused unless every statement of ``sql`` only reads; ``fix`` is what the message tells the user to do.
+
+    ``EXPLAIN ANALYZE`` runs its statement, so an ``EXPLAIN`` counts as what it explains.
+    """
+    for statement in con.extract_statements(sql):
+        kind = statement.type
+        if kind == duckdb.StatementType.EXPLAIN:
+            inner = _EXPLAIN.sub("", statement.query, count=1)
+            explained = con.extract_statements(inner) if inner != statement.query else []
+            if len(explained) != 1 or explained[0].type != duckdb.StatementType.SELECT:
+                raise QueryRefused(f"EXPLAIN of anything but a SELECT is refused: the session is read-only ({fix})")
+            continue
+        if kind not in READ_ONLY_STATEMENTS:
+            raise QueryRefused(
+                f"{kind.name} statements are refused: the session reads the catalog's views and writes nothing ({fix})"
+            )
+
+
+_FILE = re.compile(r'Cannot access (?:file|directory) "([^"]*)"')
+
+
+def refusal(exc: duckdb.Error, warehouse: Warehouse, fix: str) -> str | None:
+    """One line for an error the sandbox caused (a file outside ``warehouse/``, an extension, a setting), or None."""
+    text = " ".join(str(exc).split("\n", 1)[0].split())
+    if isinstance(exc, duckdb.PermissionException):
+        target = _FILE.search(text)
+        if target:
+            return (
+                f"cannot open {target.group(1)}: the session reads only the files under "
+                f"{warehouse.root / 'warehouse'} ({fix})"
+            )
+        if "extension" in text.lower():
+            return f"extensions cannot be installed or loaded in this session ({fix})"
+        return f"{text} ({fix})"
+    if "configuration has been locked" in text:
+        return f"the session's settings are fixed: {text.split(' - ')[0]} ({fix})"
+    return None
