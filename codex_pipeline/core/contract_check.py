@@ -147,12 +147,30 @@ def chunk_schema(source_texts: Mapping[str, str] | None = None) -> pa.DataFrameS
 
 @dataclass
 class ContractReport:
+    """What the contract found in a partition (or one row group of it).
+
+    A failure tied to rows condemns their documents, not the day: ``rejected_documents``
+    names each with the rules its chunks failed, and the chunks step publishes the day
+    without them. Only a failure no row can be blamed for (a column of the wrong type)
+    makes the partition unpublishable (``unattributed``).
+    """
+
     rows: int
     failures: list[dict[str, Any]] = field(default_factory=list)  # one per (check, column) with examples
+    rejected_documents: dict[str, list[str]] = field(default_factory=dict)  # doc_id -> the rules its chunks failed
+    unattributed: list[str] = field(default_factory=list)  # rules failed with no row to blame
+    row_rules: dict[int, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    """Row position -> rules it failed, in the table checked (not kept by :meth:`merge`)."""
 
     @property
     def passed(self) -> bool:
+        """Every row met every rule."""
         return not self.failures
+
+    @property
+    def publishable(self) -> bool:
+        """The partition may be published (without its :attr:`rejected_documents`)."""
+        return not self.unattributed
 
     @property
     def failed_checks(self) -> list[str]:
@@ -165,15 +183,21 @@ class ContractReport:
         by_rule: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
         for report in reports:
             out.rows += report.rows
+            for doc, rules in report.rejected_documents.items():
+                out.rejected_documents[doc] = sorted({*out.rejected_documents.get(doc, []), *rules})
+            out.unattributed = sorted({*out.unattributed, *report.unattributed})
             for f in report.failures:
                 key = (f["check"], tuple(f["columns"]))
                 if key not in by_rule:
-                    by_rule[key] = {**f, "example_chunk_ids": list(f["example_chunk_ids"])}
+                    by_rule[key] = {**f, "example_chunk_ids": list(f["example_chunk_ids"]),
+                                    "example_doc_ids": list(f.get("example_doc_ids", []))}
                     out.failures.append(by_rule[key])
                     continue
                 merged = by_rule[key]
                 merged["failures"] += f["failures"]
                 merged["example_chunk_ids"] = (merged["example_chunk_ids"] + list(f["example_chunk_ids"]))[:5]
+                merged["example_doc_ids"] = list(dict.fromkeys(
+                    merged["example_doc_ids"] + list(f.get("example_doc_ids", []))))[:5]
         return out
 
 
@@ -187,8 +211,7 @@ def to_frame(chunks: pa_arrow.Table) -> pd.DataFrame:
 
 
 def validate_chunks(chunks: pa_arrow.Table, source_texts: Mapping[str, str] | None = None) -> ContractReport:
-    """Run the contract lazily and summarize every failing rule with a few examples."""
-    import pandas as pd
+    """Run the contract lazily and summarize every failing rule, with the rows and documents that failed it."""
     import pandera.pandas as pa  # on first use, as pandas: together 0.8 s of every run worker's import
     df = to_frame(chunks)
     report = ContractReport(rows=len(df))
@@ -197,20 +220,34 @@ def validate_chunks(chunks: pa_arrow.Table, source_texts: Mapping[str, str] | No
     try:
         chunk_schema(source_texts).validate(df, lazy=True)
     except pa.errors.SchemaErrors as err:
-        fc = err.failure_cases
-        for check, group in fc.groupby("check", sort=True):
-            rows = pd.unique(group["index"].dropna())
-            columns = sorted({str(c) for c in group["column"].dropna()})
-            examples = [str(df.loc[i, "chunk_id"]) for i in rows[:5] if i in df.index]
-            report.failures.append(
-                {
-                    "check": str(check),
-                    "columns": columns if len(columns) == 1 else [],
-                    "failures": int(len(rows)) if len(rows) else int(len(group)),
-                    "example_chunk_ids": examples,
-                }
-            )
+        _report_failures(report, df, err.failure_cases)
     return report
+
+
+def _report_failures(report: ContractReport, df: pd.DataFrame, fc: pd.DataFrame) -> None:
+    """Fill ``report`` from pandera's failure cases: per rule, per row and per document."""
+    import pandas as pd
+    for check, group in fc.groupby("check", sort=True):
+        columns = sorted({str(c) for c in group["column"].dropna()})
+        columns = columns if len(columns) == 1 else []  # a dataframe-wide rule lists every column: name none
+        rule = f"{columns[0]}: {check}" if columns and columns[0] != str(check) else str(check)
+        rows = [int(i) for i in pd.unique(group["index"].dropna()) if i in df.index]
+        if not rows:  # a column of the wrong type, a missing column: no row to blame
+            report.unattributed = sorted({*report.unattributed, rule})
+        for i in rows:
+            report.row_rules.setdefault(i, []).append(rule)
+            doc = df.loc[i, "doc_id"]
+            doc = "" if pd.isna(doc) else str(doc)
+            report.rejected_documents[doc] = sorted({*report.rejected_documents.get(doc, []), rule})
+        report.failures.append(
+            {
+                "check": str(check),
+                "columns": columns,
+                "failures": len(rows) if rows else int(len(group)),
+                "example_chunk_ids": [str(df.loc[i, "chunk_id"]) for i in rows[:5]],
+                "example_doc_ids": list(dict.fromkeys(str(df.loc[i, "doc_id"]) for i in rows))[:5],
+            }
+        )
 
 
 # -- exact token counts of a column ---------------------------------------------------

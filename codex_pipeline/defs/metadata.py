@@ -75,15 +75,19 @@ def embeddings_metadata(done: EmbeddingsResult) -> dict[str, Any]:
 
 
 def contract_result(report: ContractReport) -> dg.AssetCheckResult:
-    """The blocking chunk contract: an ERROR keeps the day's chunks from embeddings."""
+    """The blocking chunk contract: an ERROR (a failure no row can be blamed for) keeps the day's chunks from
+    embeddings; documents it rejected are a WARN, the day being published without them."""
+    rejected = sorted(report.rejected_documents.items())
     return dg.AssetCheckResult(
         check_name=CONTRACT_CHECK,
         passed=report.passed,
-        severity=dg.AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.WARN if report.publishable else dg.AssetCheckSeverity.ERROR,
         metadata={
             "rows": report.rows,
             "failed_checks": report.failed_checks,
             "failures": dg.MetadataValue.json(report.failures),
+            "rejected_documents": len(rejected),
+            "rejected_examples": dg.MetadataValue.json([{"doc_id": d, "rules": r} for d, r in rejected[:20]]),
         },
     )
 

@@ -76,8 +76,8 @@ class ChunksDayResult:
 
     @property
     def published(self) -> bool:
-        """True when the chunks are live; False when they were quarantined."""
-        return self.contract.passed
+        """True when the chunks are live (without any document the contract rejected); False when quarantined."""
+        return self.contract.publishable
 
 
 @dataclass(frozen=True)
