@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import duckdb
 
+from codex_pipeline.cli.catalog_command import add_catalog_command
 from codex_pipeline.cli.errors import explain
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
@@ -18,6 +19,8 @@ from codex_pipeline.cli.validate_command import add_validate_command
 from codex_pipeline.datasets.days import DayError, check_days, partitions_start
 from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
+from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError
+from codex_pipeline.warehouse.catalog_sandbox import QueryRefused, check_statements, open_query_session, refusal
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, sweep_temp_files
 
@@ -135,13 +138,27 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     return 0 if run_days(days, args.data_dir) else 1
 
 
+UNSAFE_FILES_FLAG = "--unsafe-allow-files"
+QUERY_FIX = f"to read or write other files, rerun with {UNSAFE_FILES_FLAG}: see docs/security.md"
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    """Run SQL in a session that reads the catalog's views and nothing else (see docs/security.md)."""
     wh = Warehouse(args.data_dir)
-    con = connect_catalog(wh, read_only=True)
     try:
+        con = open_query_session(wh, allow_files=args.unsafe_allow_files)
+    except (CatalogBusy, CatalogError) as exc:
+        print(f"codex query: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if not args.unsafe_allow_files:
+            check_statements(con, args.sql, QUERY_FIX)
         _print_rows(con, args.sql)
+    except QueryRefused as exc:
+        print(f"codex query: {exc}", file=sys.stderr)
+        return 2
     except duckdb.Error as exc:
-        print(f"codex query: {explain(exc, wh, con)}", file=sys.stderr)
+        print(f"codex query: {refusal(exc, wh, QUERY_FIX) or explain(exc, wh, con)}", file=sys.stderr)
         return 2
     finally:
         con.close()
@@ -159,9 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("materialize", help="run every asset for the given days through Dagster")
     m.add_argument("days", nargs="+", help="partition days, YYYY-MM-DD")
     m.set_defaults(func=cmd_materialize)
-    q = sub.add_parser("query", help="run SQL against the DuckDB catalog (read-only)")
+    q = sub.add_parser("query", help="run SQL against the DuckDB catalog (read-only, reads only the warehouse)")
     q.add_argument("sql")
+    q.add_argument(UNSAFE_FILES_FLAG, action="store_true",
+                   help="a plain DuckDB session: read and write any file you can (COPY, read_csv, ATTACH, INSTALL)")
     q.set_defaults(func=cmd_query)
+    add_catalog_command(sub)
     add_search_command(sub)
     add_inspect_commands(sub)
     add_eval_command(sub)
