@@ -3,13 +3,16 @@
 ``{dataset}`` is a registry name; ``{suffix}`` is empty for the current corpus (the
 default everywhere) or :data:`~codex_pipeline.warehouse.storage.HISTORY_SUFFIX` for
 every landed version. The CLI, the benchmark and the tests run these very strings.
+Fill them with :func:`search_sql` and :func:`example_sql`, which refuse a dataset name
+that is not a plain identifier and quote the chunk id: values typed by a user never
+become SQL text (the search's own values are parameters).
 """
 
 from __future__ import annotations
 
-from codex_pipeline.warehouse.storage import HISTORY_SUFFIX
+from codex_pipeline.warehouse.catalog_views import HISTORY_SUFFIX, check_identifier
 
-__all__ = ["EXAMPLE_SQL", "SEARCH_SQL", "history_suffix"]
+__all__ = ["EXAMPLE_SQL", "SEARCH_SQL", "example_sql", "history_suffix", "search_sql"]
 
 EXAMPLE_SQL = """\
 -- the seed's parent-child query: fetch a hit's parent chunk
@@ -22,7 +25,8 @@ SELECT parent.chunk_id, left(parent.chunk_text, 120) AS parent_text
 FROM hit
 JOIN codex.{dataset}_chunks{suffix} parent
   ON parent.chunk_id = hit.parent_chunk_id"""
-"""``{suffix}``: empty for the current corpus (one row per hit), ``_history`` for every partition."""
+"""``{suffix}``: empty for the current corpus (one row per hit), ``_history`` for every partition;
+``{hit}`` goes inside a string literal, its quotes doubled (:func:`example_sql` does it)."""
 
 SEARCH_SQL = """\
 WITH hits AS (
@@ -43,3 +47,13 @@ ORDER BY h.score DESC, c.chunk_id"""
 def history_suffix(history: bool) -> str:
     """The view-name suffix of the history views (``codex.<dataset>_chunks_history``), or none."""
     return HISTORY_SUFFIX if history else ""
+
+
+def search_sql(dataset: str, history: bool = False) -> str:
+    """:data:`SEARCH_SQL` for one dataset; ValueError (one line) when the name is not a plain identifier."""
+    return SEARCH_SQL.format(dataset=check_identifier(dataset), suffix=history_suffix(history))
+
+
+def example_sql(dataset: str, hit: str, history: bool = False) -> str:
+    """:data:`EXAMPLE_SQL` for one chunk id, quoted: the query shown to users, runnable as printed."""
+    return EXAMPLE_SQL.format(dataset=check_identifier(dataset), hit=hit.replace("'", "''"), suffix=history_suffix(history))
