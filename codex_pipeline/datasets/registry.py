@@ -1,7 +1,10 @@
 """The one registry of datasets: each entry generates its Dagster assets.
 
 Adding a dataset is one :class:`DatasetSpec` here plus its source reader and chunker
-module; nothing in the Dagster layer names a dataset.
+module, or, with no Python at all, one mapping file (``docs/datasets/mappings.md``): the
+shipped ones in ``sources/mappings/`` and those of the configured mappings folders
+(:meth:`DatasetRegistry.add_mapping_folder`, called by ``defs/environment.py`` before any
+asset is built). Nothing in the Dagster layer names a dataset.
 """
 
 from __future__ import annotations
@@ -9,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from codex_pipeline.chunkers import Chunker
 from codex_pipeline.chunkers.civic import CivicLimits, chunk_civic
@@ -29,10 +32,12 @@ from codex_pipeline.sources.ais import load_ais_day
 from codex_pipeline.sources.civic import load_civic_day
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.events import load_events_day
+from codex_pipeline.sources.mapping.kinds import MappedDataset, load_mapped_dataset, mapping_files
+from codex_pipeline.sources.mapping.schema import MappingError, mapping_digest
 from codex_pipeline.sources.markdown import iter_docs_day, load_docs_day
 from codex_pipeline.sources.narrative import iter_narrative_day, load_narrative_day
 from codex_pipeline.sources.osha import load_osha_day
-from codex_pipeline.sources.permits import load_permits_day
+from codex_pipeline.sources.permits import CALGARY, CALGARY_MAPPING_FILE, MAPPINGS_DIR, load_permits_day
 from codex_pipeline.sources.structured import (
     load_lehd_flows_day,
     load_poi_intelligence_day,
@@ -88,7 +93,7 @@ class DatasetSpec:
         return f"{self.chunker_revision}+{digest}"
 
 
-DATASETS: tuple[DatasetSpec, ...] = (
+BUILT_IN: tuple[DatasetSpec, ...] = (
     DatasetSpec(
         name="narrative",
         description="Unstructured text and scraped HTML pages, chunked by the 600/550 token-window fallback.",
@@ -129,7 +134,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         chunker=chunk_permit,
         limits=PermitLimits(),
         chunker_revision="1.0",
-        source_version="2",  # 2: the reader stores its structure (raw.blocks)
+        # 2: the reader stores its structure (raw.blocks); +digest of the Calgary mapping file
+        source_version=f"2+{mapping_digest(CALGARY)}",
         propositions=True,
     ),
     DatasetSpec(
@@ -200,6 +206,77 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     # -- end of DATASETS: add new entries above this line --
 )
+
+
+MAPPED_READER_REVISION = "1"  # bump when the mapping reader's output changes for the same mapping file
+
+
+def mapped_spec(md: MappedDataset) -> DatasetSpec:
+    """A mapping file's dataset: the kind's chunker, ``source_version`` = reader revision + file digest."""
+    permit = md.mapping.kind == "permit"
+    return DatasetSpec(
+        name=md.name,
+        description=md.description,
+        load_day=md.load_day,
+        chunker=chunk_permit if permit else chunk_record_view,
+        limits=PermitLimits() if permit else RecordLimits(),
+        chunker_revision="1.0",
+        source_version=f"{MAPPED_READER_REVISION}+{md.digest}",
+        propositions=bool(md.mapping.propositions),
+    )
+
+
+class DatasetRegistry(Sequence[DatasetSpec]):
+    """The built-in datasets, then one per mapping file; iterated by every asset factory."""
+
+    def __init__(self, specs: Sequence[DatasetSpec]) -> None:
+        self._specs = list(specs)
+        self._folders: list[Path] = []
+        self._mapping_files: dict[str, Path] = {}
+
+    @overload
+    def __getitem__(self, i: int) -> DatasetSpec: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[DatasetSpec]: ...
+    def __getitem__(self, i: int | slice) -> DatasetSpec | Sequence[DatasetSpec]:
+        return self._specs[i]
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def add_mapping(self, path: Path) -> DatasetSpec:
+        """Register a mapping file's dataset; a name already taken is a :class:`MappingError`."""
+        md = load_mapped_dataset(path)
+        taken = {s.name for s in self._specs}
+        if md.name in taken:
+            first = self._mapping_files.get(md.name)
+            where = f"mapping {first}" if first else "a built-in dataset"
+            raise MappingError(f"mapping {path}: key 'dataset': {md.name!r} is already {where}; fix: choose another name")
+        spec = mapped_spec(md)
+        self._specs.append(spec)
+        self._mapping_files[md.name] = path
+        return spec
+
+    def add_mapping_folder(self, folder: Path) -> list[DatasetSpec]:
+        """Register every ``*.yaml`` mapping of ``folder`` (once per folder)."""
+        folder = Path(folder).resolve()
+        if folder in self._folders:
+            return []
+        added = [self.add_mapping(p) for p in mapping_files(folder)]
+        self._folders.append(folder)
+        return added
+
+    def mapping_file(self, name: str) -> Path | None:
+        """The mapping file a dataset was registered from (None: built in)."""
+        return self._mapping_files.get(name)
+
+
+# the shipped example mappings (the Calgary one is permit_signals' CSV reader, not a dataset)
+SHIPPED_MAPPINGS = tuple(p for p in mapping_files(MAPPINGS_DIR) if p != CALGARY_MAPPING_FILE)
+
+DATASETS = DatasetRegistry(BUILT_IN)
+for _path in SHIPPED_MAPPINGS:
+    DATASETS.add_mapping(_path)
 
 
 def get_dataset(name: str) -> DatasetSpec:

@@ -8,8 +8,10 @@ two variables are read in :mod:`.executors`, the CLI's in ``cli/``.)
 
 import datetime as dt
 import os
+from pathlib import Path
 
 from codex_pipeline.datasets.days import partitions_start
+from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.warehouse.tuning import Tuning
 
 DATA_DIR_ENV = "CODEX_DATA_DIR"
@@ -17,6 +19,7 @@ EMBEDDER_ENV = "CODEX_EMBEDDER"
 EXTRACTOR_ENV = "CODEX_PROPOSITION_EXTRACTOR"
 API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
+MAPPINGS_DIR_ENV = "CODEX_MAPPINGS_DIR"
 
 
 def data_dir() -> str | None:
@@ -52,3 +55,13 @@ def openai_api_key() -> str:
 def openai_base_url() -> str | None:
     """``$OPENAI_BASE_URL``; None is the OpenAI API."""
     return os.environ.get(BASE_URL_ENV) or None
+
+
+def mappings_dirs() -> list[Path]:
+    """``$CODEX_MAPPINGS_DIR``: folders (``os.pathsep``-separated) whose mapping files each add a dataset."""
+    return [Path(p) for p in (os.environ.get(MAPPINGS_DIR_ENV) or "").split(os.pathsep) if p.strip()]
+
+
+# every asset factory iterates the registry when defs/assets.py is imported, after this module
+for _folder in mappings_dirs():
+    DATASETS.add_mapping_folder(_folder)

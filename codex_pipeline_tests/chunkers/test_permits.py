@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import csv
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from codex_pipeline.core.contract import MAX_CHUNK_TOKENS
 from codex_pipeline.core.contract_check import validate_chunks
 from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.core.ids import make_chunk_id
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.permits import DATASET, load_permits_day, permit_title, render_permit
 from codex_pipeline.sources.records import RawRecord
 from codex_pipeline.sources.structured import build_documents
@@ -181,7 +184,7 @@ def test_sample_permits_have_multi_section_trees_with_conditions() -> None:
 def test_real_calgary_csv_every_row_chunks_within_contract_or_is_rejected(tmp_path: Path) -> None:
     day = tmp_path / "2026-11-24"
     day.mkdir()
-    (day / CALGARY.name).symlink_to(CALGARY)
+    shutil.copy(CALGARY, day / CALGARY.name)  # a copy: a link leaving the day folder is a reject
     res = load_permits_day(day)
     rows = sum(1 for _ in CALGARY.open(encoding="utf-8")) - 1  # no cell of this export spans lines
     row_rejects = [r for r in res.rejects if r.record_ref and r.record_ref.startswith("row ")]
@@ -195,3 +198,65 @@ def test_real_calgary_csv_every_row_chunks_within_contract_or_is_rejected(tmp_pa
     assert len(set(table.column("doc_id").to_pylist())) == len(res.documents)
     types = Counter(table.column("chunk_type").to_pylist())
     assert types["permit_summary"] == len(res.documents) and types["permit_scope_section"] > 0
+
+
+# ----------------------------------------------------------------------------- mapped exports (issue 28)
+
+CORPORA = (REPO / ".." / "shared" / "corpora" / "permits").resolve()
+MAPPED = {"seattle_preapplications": "seattle_sdci_preapplications.csv", "squamish_permits": "squamish_bc_building_permits.csv"}
+
+
+def assert_permit_tree(table, docs) -> None:
+    """The seed's permit rules: one summary root per permit, scope sections and conditions its direct
+    children (conditions never under a scope), verbatim offsets, the token cap."""
+    assert_chunk_properties(table, docs)
+    rows = table.to_pylist()
+    by_id = {r["chunk_id"]: r for r in rows}
+    for r in rows:
+        parent = by_id.get(r["parent_chunk_id"]) if r["parent_chunk_id"] else None
+        if r["chunk_type"] == "permit_summary" and "part" not in r["section_id"]:
+            assert parent is None and r["section_id"] == "summary"
+        elif r["chunk_type"] in ("permit_scope_section", "condition"):
+            assert parent is not None and parent["section_id"] == "summary", r["section_id"]
+    assert Counter(r["chunk_type"] for r in rows if r["section_id"] == "summary")["permit_summary"] == len(docs)
+    assert max(table.column("token_count").to_pylist()) <= MAX_CHUNK_TOKENS
+
+
+@pytest.mark.parametrize("dataset", sorted(MAPPED))
+def test_mapped_sample_days_hold_the_permit_rules(dataset: str, tmp_path: Path) -> None:
+    day = SAMPLE / dataset / "2026-11-24"
+    res = get_dataset(dataset).load_day(day)
+    assert res.documents and all(r.record_ref and r.record_ref.startswith("row ") for r in res.rejects)
+    table = chunk_docs(dataset, res.documents)
+    assert_permit_tree(table, res.documents)
+    assert_order_independent(dataset, day, tmp_path)
+    assert_same_chunks_after_raw(dataset, res.documents)
+
+
+def test_seattle_bullets_become_scope_children_under_the_summary() -> None:
+    docs = get_dataset("seattle_preapplications").load_day(SAMPLE / "seattle_preapplications" / "2026-11-24").documents
+    doc = next(d for d in docs if d.record_id == "009103-26PA")
+    drafts = chunk_permit(doc)
+    assert [(d.section_id, d.parent_section_id) for d in drafts] == [
+        ("summary", None), ("scope.1", "summary"), ("scope.2", "summary"), ("scope.3", "summary")]
+    assert drafts[1].text.endswith("\nMilling and overlaying the asphalt pavement and sealing cracks.")
+    assert "Project name: Demo Way Repaving" in drafts[0].text
+
+
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="shared corpora not present beside the checkout")
+@pytest.mark.parametrize("dataset", sorted(MAPPED))
+def test_real_mapped_exports_every_row_chunks_within_contract_or_is_rejected(dataset: str, tmp_path: Path) -> None:
+    src = CORPORA / MAPPED[dataset]
+    day = tmp_path / "2026-11-24"
+    day.mkdir()
+    shutil.copy(src, day / src.name)
+    res = get_dataset(dataset).load_day(day)
+    with src.open(encoding="utf-8-sig", newline="") as f:
+        rows = sum(1 for _ in csv.DictReader(f))
+    assert all(r.record_ref and r.record_ref.startswith("row ") and r.reason for r in res.rejects), "no file-level reject"
+    assert len(res.documents) + len(res.rejects) == rows
+    assert len(res.documents) >= 0.98 * rows
+    table = chunk_docs(dataset, res.documents)
+    report = validate_chunks(table, {d.doc_id: d.text for d in res.documents})
+    assert report.passed, report.failures
+    assert_permit_tree(table, res.documents)

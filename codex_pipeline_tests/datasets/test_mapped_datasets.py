@@ -1,0 +1,123 @@
+"""A mapping file in the configured folder becomes a dataset: assets, checks, sensors, rows in DuckDB.
+
+The Dagster test runs the code location in a child process with ``CODEX_MAPPINGS_DIR`` set,
+as a deployment would: no Python is written for the new dataset, only its mapping file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codex_pipeline.datasets.registry import BUILT_IN, DATASETS, DatasetRegistry, get_dataset
+from codex_pipeline.sources.mapping.schema import MappingError
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+
+INSPECTIONS = """codex_mapping: 1
+dataset: food_inspections
+kind: record
+title: food inspection
+format: csv
+id: Inspection ID
+fields:
+  business: Business Name
+  inspected: {column: Inspection Date, type: date, formats: ["%m/%d/%Y"]}
+  result: {column: Result, vocabulary: {P: Pass, F: Fail}, unknown: reject}
+  violations: {column: Violations, separator: "|", type: "list[string]"}
+  score: {column: Score, type: integer}
+view: {label: Food inspection, title: business}
+drop: [Internal Code]
+"""
+CSV = """Inspection ID,Business Name,Inspection Date,Result,Violations,Score,Internal Code
+IN-1,Cafe Uno,11/20/2026,P,,98,x
+IN-2,Taqueria Dos,11/21/2026,F,Handwashing sink blocked | Raw chicken above produce,71,y
+IN-3,Noodle Tres,11/22/2026,Z,,80,z
+"""
+
+CHILD = """
+import json, sys
+import dagster as dg
+import codex_pipeline.defs as location
+from codex_pipeline.defs.assets import assets_by_dataset
+from codex_pipeline.defs.resources import CodexWarehouse
+from codex_pipeline.defs.sensors import version_sensor
+from codex_pipeline_tests.fakes import FakeEmbedding
+
+graph = location.defs.resolve_asset_graph()
+keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys() if k.path[0] == "food_inspections")
+checks = sorted(k.name for k in graph.asset_check_keys if k.asset_key.path[0] == "food_inspections")
+result = dg.materialize(assets_by_dataset["food_inspections"], partition_key="2026-11-24",
+                        resources={"warehouse": CodexWarehouse(), "embedding": FakeEmbedding()},
+                        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+passed = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+print(json.dumps({"keys": keys, "checks": checks, "success": result.success, "passed": passed}))
+"""
+
+
+def test_a_mapping_in_the_configured_folder_materializes_through_dagster(tmp_path: Path) -> None:
+    folder = tmp_path / "mappings"
+    folder.mkdir()
+    (folder / "food_inspections.yaml").write_text(INSPECTIONS)
+    wh = Warehouse(tmp_path / "data")
+    landing = wh.landing_dir("food_inspections", __import__("datetime").date(2026, 11, 24))
+    landing.mkdir(parents=True)
+    (landing / "inspections.csv").write_text(CSV)
+    env = os.environ | {"CODEX_MAPPINGS_DIR": str(folder), "CODEX_DATA_DIR": str(wh.root)}
+    done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["keys"] == ["food_inspections/chunks", "food_inspections/embeddings", "food_inspections/raw",
+                           "food_inspections/search_index"]
+    assert "chunk_contract" in out["checks"]
+    assert out["success"] and out["passed"]["chunk_contract"]
+
+    con = connect_catalog(wh)
+    try:
+        rows = con.execute("SELECT doc_id, chunk_type, chunk_text FROM codex.food_inspections_chunks ORDER BY doc_id").fetchall()
+        rejects = con.execute("SELECT record_ref, reason FROM codex.food_inspections_rejects").fetchall()
+    finally:
+        con.close()
+    assert [(d, t) for d, t, _ in rows] == [("urn:aprs:food_inspections:IN-1", "record_view"),
+                                            ("urn:aprs:food_inspections:IN-2", "record_view")]
+    assert rows[1][2] == ("## Food inspection IN-2 — Taqueria Dos\n- **record_id**: IN-2\n- **business**: Taqueria Dos\n"
+                          "- **inspected**: 2026-11-21\n- **result**: Fail\n"
+                          "- **violations**: Handwashing sink blocked; Raw chicken above produce\n- **score**: 71")
+    assert rejects == [("row 4, Inspection ID='IN-3'",
+                        "column 'Result': 'Z' is not in fields.result.vocabulary (add it there, or set unknown: keep)")]
+
+
+def test_the_registry_takes_a_folder_once_and_refuses_a_taken_name(tmp_path: Path) -> None:
+    reg = DatasetRegistry(BUILT_IN)
+    (tmp_path / "a.yaml").write_text(INSPECTIONS)
+    (added,) = reg.add_mapping_folder(tmp_path)
+    assert added.name == "food_inspections" and added.chunked and not added.propositions
+    assert added.source_version.startswith("1+") and len(added.source_version) == 10
+    assert reg.add_mapping_folder(tmp_path) == [] and len(reg) == len(BUILT_IN) + 1
+    assert reg.mapping_file("food_inspections") == tmp_path / "a.yaml"
+    (tmp_path / "b.yaml").write_text(INSPECTIONS)
+    with pytest.raises(MappingError, match=r"key 'dataset': 'food_inspections' is already mapping .*a.yaml; fix: choose another name"):
+        DatasetRegistry(BUILT_IN).add_mapping_folder(tmp_path)
+    (tmp_path / "b.yaml").write_text(INSPECTIONS.replace("food_inspections", "permit_signals"))
+    with pytest.raises(MappingError, match="already a built-in dataset"):
+        DatasetRegistry(BUILT_IN).add_mapping(tmp_path / "b.yaml")
+
+
+def test_an_edited_mapping_is_a_new_source_version(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(INSPECTIONS)
+    before = DatasetRegistry(()).add_mapping(tmp_path / "a.yaml").source_version
+    (tmp_path / "a.yaml").write_text(INSPECTIONS.replace("F: Fail", "F: Failed"))
+    assert DatasetRegistry(()).add_mapping(tmp_path / "a.yaml").source_version != before
+
+
+def test_the_shipped_mappings_are_datasets() -> None:
+    names = [s.name for s in DATASETS]
+    assert names[-2:] == ["seattle_preapplications", "squamish_permits"]
+    assert get_dataset("squamish_permits").chunker is get_dataset("permit_signals").chunker
+    assert DATASETS.mapping_file("permit_signals") is None
+    assert get_dataset("permit_signals").source_version.startswith("2+")
