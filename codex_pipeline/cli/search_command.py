@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from codex_pipeline.cli.search_output import print_hits, print_proposition_hits, print_warnings
+from codex_pipeline.cli.search_output import print_hits, print_proposition_hits, print_warnings, strict_exit
 from codex_pipeline.retrieval import Filters, IndexMissing, IndexOutdated, Retriever, SearchMode
 from codex_pipeline.warehouse.queries import SEARCH_SQL, history_suffix
 from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, connect_catalog
@@ -52,6 +52,7 @@ def add_search_command(sub: Any) -> None:
                    help="what to retrieve: chunks (default) or propositions (seed 002), each with its parent chunk")
     s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
     s.add_argument("--no-refresh", action="store_true", help="search the indexes as they are, even if the warehouse changed")
+    s.add_argument("--strict", action="store_true", help="exit 1 when a dataset is left out (its search index missing or unreadable)")
     s.add_argument("--history", action="store_true",
                    help="rank every landed version of one --dataset by cosine (a scan of the history views, not the index)")
     s.set_defaults(func=cmd_search)
@@ -76,7 +77,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             props = retriever.search_propositions(args.query, k=args.k, mode=args.mode, filters=filters)
             print_warnings(props.warnings)
             print_proposition_hits(props, as_json=args.json)
-            return 0
+            return strict_exit(props, getattr(args, "strict", False))
         hits = retriever.search(args.query, k=args.k, mode=args.mode, filters=filters)
     except (IndexMissing, IndexOutdated, ValueError) as exc:
         print(f"codex search: {exc}", file=sys.stderr)
@@ -85,7 +86,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     print_warnings(hits.warnings)
     print_hits(hits, args.json, retriever.datasets)
     print(f"{len(hits)} hit(s) in {(t2 - t1) * 1000:.0f} ms (open + refresh {t1 - t0:.2f} s)", file=sys.stderr)
-    return 0
+    return strict_exit(hits, getattr(args, "strict", False))
 
 
 def configured_embedder(flag: str | None = None) -> str:

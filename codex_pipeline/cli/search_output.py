@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from codex_pipeline.retrieval import Hit, PropositionHit
+from codex_pipeline.retrieval import Hit, PropositionHit, SearchResults
 
 PREVIEW_CHARS = 240
 CONTEXT_CHARS = 100
@@ -76,3 +76,13 @@ def _preview(text: str) -> str:
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def strict_exit(results: SearchResults[Any], strict: bool) -> int:
+    """The exit code: 0, or 1 under ``--strict`` when a dataset was left out (its warning, printed first, says why)."""
+    if strict and results.skipped:
+        print(f"codex search: error: {', '.join(results.skipped)} not searched (no usable search index, see the "
+              "warning above) and --strict was given: materialize the [dataset, search_index] asset, or search "
+              "without --no-refresh to build it", file=sys.stderr)
+        return 1
+    return 0

@@ -34,8 +34,10 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -48,7 +50,7 @@ from codex_pipeline.retrieval.index import CURRENT_FILE
 from codex_pipeline.retrieval.propositions import PropositionHit, proposition_hit
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.ranking import Ranked, Source, acceptor, rank
-from codex_pipeline.retrieval.searcher import SearchIndex
+from codex_pipeline.retrieval.searcher import IndexOutdated, SearchIndex
 from codex_pipeline.retrieval.types import Filters, Hit, SearchMode, SearchResults
 from codex_pipeline.retrieval.units import UnitVectors
 from codex_pipeline.warehouse.storage import Warehouse
@@ -108,6 +110,7 @@ class Retriever:
         self._open: dict[str, _Open] = {}
         self._keeper = IndexKeeper(self.warehouse)
         self.warnings: dict[str, str] = {}  # per dataset, from the last refresh
+        self.skipped: dict[str, str] = {}  # datasets not searched (no usable index), and why
         self.refresh()
 
     @property
@@ -128,30 +131,57 @@ class Retriever:
 
     def refresh(self) -> None:
         """Rebuild stale indexes (when ``rebuild``), (re)open those whose live version changed, re-read live documents."""
-        self.warnings = {}
+        self.warnings, self.skipped = {}, {}
         names = self._names if self._names is not None else sorted(set(indexed_datasets(self.warehouse))
                                                                    | set(chunked_datasets(self.warehouse)))
         wanted = (self._embedder.model, self._embedder.version) if self._embedder is not None else None
         for name in names:
-            if self.rebuild:
+            self._refresh_one(name, wanted)
+
+    def _refresh_one(self, name: str, wanted: tuple[str, str] | None) -> None:
+        """Keep one dataset's index current and open; a missing or unreadable one is skipped with a warning."""
+        root = index_root(self.warehouse, name)
+        if self.rebuild:
+            try:
                 warning = self._keeper.check(name, wanted)
-                if warning:
-                    self.warnings[name] = warning
-            root = index_root(self.warehouse, name)
-            stamp = _stamp(root / CURRENT_FILE)
-            if stamp is None:
-                if self._names is not None:
-                    raise IndexMissing(
-                        f"{name} has no search index under {root}: materialize the [{name}, search_index] asset"
-                    )
-                continue
-            held = self._open.get(name)
-            if held is None or held.current_stamp != stamp:
+            except (OSError, pa.ArrowException) as exc:  # a full disk, a damaged partition: say so, keep serving
+                warning = f"{name}: the search index could not be rebuilt ({_one_line(exc)})"
+            if warning:
+                self.warnings[name] = warning
+        stamp = _stamp(root / CURRENT_FILE)
+        held = self._open.get(name)
+        if stamp is None and held is None:
+            self._skip(name, f"{name} has no search index under {root}", "materialize the "
+                       f"[{name}, search_index] asset (a search without --no-refresh builds it)", None)
+            return
+        if held is None or (stamp is not None and held.current_stamp != stamp):
+            try:
                 index = SearchIndex.open_live(root)
                 if index is None:
-                    continue
-                held = self._open[name] = _Open(index, stamp, None, None)
-            self._refresh_live(name, held)
+                    raise FileNotFoundError(f"{root / CURRENT_FILE} names a version that is not there")
+            except IndexOutdated:
+                if self._names is not None:
+                    raise
+                self._skip(name, f"{name}'s search index under {root} is in another format", "rematerialize "
+                           f"[{name}, search_index] (a search without --no-refresh rebuilds it)", None)
+                return
+            except (OSError, ValueError, RuntimeError, KeyError) as exc:  # damaged files: JSON, Arrow, usearch
+                if held is None:
+                    self._skip(name, f"{name}'s search index under {root} cannot be read ({_one_line(exc)})",
+                               f"rematerialize [{name}, search_index]", exc)
+                    return
+                self.warnings[name] = (f"{name}: its new search index version cannot be read ({_one_line(exc)}); "
+                                       "these hits come from the version opened before it")
+            else:
+                held = self._open[name] = _Open(index, stamp or (0, 0), None, None)
+        self._refresh_live(name, held)
+
+    def _skip(self, name: str, what: str, fix: str, cause: BaseException | None) -> None:
+        """Leave ``name`` out of the search: an error when it was asked for by name, else a warning."""
+        if self._names is not None:
+            raise IndexMissing(f"{what}: {fix}") from cause
+        self._open.pop(name, None)
+        self.skipped[name] = f"{what}: its documents are not in these results; {fix}"
 
     def _refresh_live(self, name: str, held: _Open) -> None:
         path = self.warehouse.documents_path(name)
@@ -176,7 +206,7 @@ class Retriever:
         mode, filters = SearchMode(mode), filters or Filters()
         names = self._searched(filters)
         if k <= 0 or not names or not query.strip():
-            return SearchResults([], self._warnings_for(names))
+            return self._results([], names, filters)
         q = AnalyzedQuery.of(query, self._query_vector(query, names) if mode is not SearchMode.BM25 else None)
         sources = [Source(n, self._open[n].index, self._open[n].live) for n in names]
         ranked = rank(q, sources, k, mode, filters)
@@ -184,7 +214,7 @@ class Retriever:
         hits = [chunk_hit(r.dataset, index, r, q) for r, index in zip(ranked, indexes)]
         if q.vector is not None and self.evidence_units:  # order kept: units pick evidence
             hits = cite_units(hits, indexes, [r.row for r in ranked], q, self._units())
-        return SearchResults(hits, self._warnings_for(names))
+        return self._results(hits, names, filters)
 
     def search_propositions(
         self, query: str, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID, filters: Filters | None = None
@@ -197,11 +227,11 @@ class Retriever:
         mode, filters = SearchMode(mode), filters or Filters()
         names = [n for n in self._searched(filters) if self._open[n].index.propositions is not None]
         if k <= 0 or not names or not query.strip():
-            return SearchResults([], self._warnings_for(names))
+            return self._results([], names, filters)
         q = AnalyzedQuery.of(query, self._query_vector(query, names) if mode is not SearchMode.BM25 else None)
         sources = [Source(n, self._propositions(n), self._open[n].live) for n in names]
         ranked = rank(q, sources, k, mode, filters)
-        return SearchResults([self._proposition_hit(r) for r in ranked], self._warnings_for(names))
+        return self._results([self._proposition_hit(r) for r in ranked], names, filters)
 
     def get(self, chunk_id: str, dataset: str | None = None) -> Hit | None:
         """The live chunk with this id (point lookup: a binary search per dataset), or None."""
@@ -222,8 +252,15 @@ class Retriever:
         self.refresh()
         unknown = filters.datasets - set(self.datasets)
         if unknown:
-            raise IndexMissing(f"no search index for {', '.join(sorted(unknown))}; indexed: {', '.join(self.datasets) or 'none'}")
+            why = "; ".join(self.skipped[n] for n in sorted(unknown) if n in self.skipped)
+            raise IndexMissing(why or f"no search index for {', '.join(sorted(unknown))}; "
+                               f"indexed: {', '.join(self.datasets) or 'none'}")
         return [n for n in self.datasets if not filters.datasets or n in filters.datasets]
+
+    def _results(self, hits: Iterable[Any], names: Sequence[str], filters: Filters) -> SearchResults[Any]:
+        """``hits`` with the warnings of the datasets searched and of those skipped that the search wanted."""
+        skipped = sorted(n for n in self.skipped if not filters.datasets or n in filters.datasets)
+        return SearchResults(hits, [*self._warnings_for(names), *(self.skipped[n] for n in skipped)], skipped)
 
     def _warnings_for(self, names: Sequence[str]) -> list[str]:
         return [self.warnings[n] for n in sorted(self.warnings) if n in names or not names]
@@ -272,6 +309,10 @@ def _one_thread_per_query(embedder: Embedder) -> None:
     import torch  # the local model loads it anyway
 
     torch.set_num_threads(1)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def one_per_document(index: SearchIndex) -> bool:

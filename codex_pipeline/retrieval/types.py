@@ -88,11 +88,17 @@ T = TypeVar("T")
 
 class SearchResults(list[T], Generic[T]):
     """Hits, best first, and ``warnings``: what the caller should know about how they were found (e.g. a
-    dataset's index was out of date and could not be rebuilt, so its last good version answered)."""
+    dataset's index was out of date and could not be rebuilt, so its last good version answered).
 
-    def __init__(self, hits: Iterable[T] = (), warnings: Iterable[str] = ()) -> None:
+    ``skipped``: datasets that were not searched at all, their index missing or unreadable (each also
+    has a warning naming it): a caller that must not miss documents treats them as an error
+    (``codex search --strict``).
+    """
+
+    def __init__(self, hits: Iterable[T] = (), warnings: Iterable[str] = (), skipped: Iterable[str] = ()) -> None:
         super().__init__(hits)
         self.warnings: tuple[str, ...] = tuple(warnings)
+        self.skipped: tuple[str, ...] = tuple(skipped)
 
 
 @dataclass(frozen=True)
