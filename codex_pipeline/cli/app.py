@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import duckdb
 
 from codex_pipeline.cli.catalog_command import add_catalog_command
-from codex_pipeline.cli.errors import explain
+from codex_pipeline.cli.dagster_home import InstanceGuard
+from codex_pipeline.cli.errors import OneLineParser, explain, one_line
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
 from codex_pipeline.cli.search_command import add_search_command
@@ -60,28 +61,33 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
     if data_dir:  # the code location's warehouse resource reads it
         os.environ[DATA_DIR_ENV] = data_dir
     job = defs.resolve_job_def("codex_all")
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-    swept = sweep_dead_runs(instance)  # runs killed earlier must not hold pool slots
-    if swept.failed or swept.freed:
-        print(f"codex: {swept}", flush=True)
-    temps = sweep_temp_files(Warehouse(data_dir).root)
-    if temps:
-        print(f"codex: removed {len(temps)} temp file(s) left by killed writers", flush=True)
+    home = os.environ.get("DAGSTER_HOME")
     ok = True
-    for i, day in enumerate(days, 1):
-        t0 = time.perf_counter()
-        print(f"[{i}/{len(days)}] materializing partition {day} ...", flush=True)
-        with sigterm_kept():  # `kill` must still stop a backgrounded `codex materialize`
-            result = job.execute_in_process(
-                partition_key=day,
-                instance=instance,
-                raise_on_error=False,
-                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-                tags=local_run_tags(),
-            )
-        status = "ok" if result.success else "FAILED"
-        print(f"[{i}/{len(days)}] {day}: {status} in {time.perf_counter() - t0:.1f}s (run {result.run_id[:8]})", flush=True)
-        ok &= result.success
+    with InstanceGuard(home, days[0]) as guard:  # a full $DAGSTER_HOME: one line, no run left open
+        instance = dg.DagsterInstance.get() if home else dg.DagsterInstance.ephemeral()
+        guard.instance = instance
+        swept = sweep_dead_runs(instance)  # runs killed earlier must not hold pool slots
+        if swept.failed or swept.freed:
+            print(f"codex: {swept}", flush=True)
+        temps = sweep_temp_files(Warehouse(data_dir).root)
+        if temps:
+            print(f"codex: removed {len(temps)} temp file(s) left by killed writers", flush=True)
+        for i, day in enumerate(days, 1):
+            guard.day = day
+            t0 = time.perf_counter()
+            print(f"[{i}/{len(days)}] materializing partition {day} ...", flush=True)
+            with sigterm_kept():  # `kill` must still stop a backgrounded `codex materialize`
+                result = job.execute_in_process(
+                    partition_key=day,
+                    instance=instance,
+                    raise_on_error=False,
+                    run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+                    tags=local_run_tags(),
+                )
+            status = "ok" if result.success else "FAILED"
+            print(f"[{i}/{len(days)}] {day}: {status} in {time.perf_counter() - t0:.1f}s (run {result.run_id[:8]})",
+                  flush=True)
+            ok &= result.success
     return ok
 
 
@@ -166,7 +172,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="codex", description=__doc__)
+    p = OneLineParser(prog="codex", description=__doc__)
     p.add_argument("--data-dir", default=os.environ.get(DATA_DIR_ENV) or None,
                    help="data directory (default: $CODEX_DATA_DIR or ./data)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -190,12 +196,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, or a usage error already printed as one line
+        return done.code if isinstance(done.code, int) else 2
     try:
         return args.func(args)
     except BrokenPipeError:  # `codex … | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        print(f"codex {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # every error is one line (docs/cli.md); the traceback only under `python -X dev`
+        if sys.flags.dev_mode:
+            raise
+        print(f"codex {args.command}: {_error_line(exc, args)}", file=sys.stderr)
+        return 2
+
+
+def _error_line(exc: Exception, args: argparse.Namespace) -> str:
+    line = one_line(exc, Warehouse(args.data_dir))
+    if line is not None:
+        return line
+    what = " ".join(str(exc).split())[:300]
+    return (f"unexpected {type(exc).__name__}: {what} (a bug in codex: please report it with the command line; "
+            f"`python -X dev -m codex_pipeline.cli …` shows the traceback)")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codex_pipeline.cli.dataset_names import dataset_part
 from codex_pipeline.datasets.days import partitions_start
 from codex_pipeline.evaluation.gold import GoldError, load_gold
 from codex_pipeline.evaluation.runner import (
@@ -46,7 +47,7 @@ def add_eval_command(sub: Any) -> None:
     )
     e.add_argument("gold", type=Path, help='JSON Lines: {"question": …, "references": [{"source", "start", "end"}]}')
     e.add_argument("--corpus", type=Path, required=True, help="folder the gold sources are relative to")
-    e.add_argument("--dataset", action="append", required=True, metavar="DS[=SUBDIR]",
+    e.add_argument("--dataset", action="append", required=True, metavar="DS[=SUBDIR]", type=dataset_part,
                    help="dataset to land the corpus into (repeatable: DS=SUBDIR pools several in one index)")
     e.add_argument("-k", type=int, default=5, help="hits scored per question (default 5)")
     e.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)

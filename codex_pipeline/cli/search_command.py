@@ -17,18 +17,22 @@ the ``_history`` views (slow, for audits).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
-import os
 import sys
 import time
 from typing import Any
 
+from codex_pipeline.cli.dataset_names import chunked_dataset
+from codex_pipeline.cli.errors import CliError, embedder_line, one_line
+from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder, quiet_retries, where
 from codex_pipeline.cli.search_output import print_hits, print_proposition_hits, print_warnings, strict_exit
+from codex_pipeline.embeddings import EmbeddingError
 from codex_pipeline.retrieval import Filters, IndexMissing, IndexOutdated, Retriever, SearchMode
 from codex_pipeline.warehouse.queries import SEARCH_SQL, history_suffix
 from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, connect_catalog
 
-EMBEDDER_ENV = "CODEX_EMBEDDER"
+__all__ = ["add_search_command", "cmd_search", "configured_embedder"]
 
 
 def add_search_command(sub: Any) -> None:
@@ -40,12 +44,12 @@ def add_search_command(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("query", nargs="+", help="the query (several words need no quotes)")
-    s.add_argument("--dataset", "-d", action="append", default=[], help="dataset(s) to search (default: every indexed one)")
+    s.add_argument("--dataset", "-d", action="append", default=[], type=chunked_dataset, help="dataset(s) to search (default: every indexed one)")
     s.add_argument("-k", type=int, default=5, help="hits to return (default 5)")
     s.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)
     s.add_argument("--type", dest="types", action="append", default=[], help="only these chunk types (repeatable)")
-    s.add_argument("--from", dest="date_from", default=None, help="current version landed on or after YYYY-MM-DD")
-    s.add_argument("--to", dest="date_to", default=None, help="current version landed on or before YYYY-MM-DD")
+    s.add_argument("--from", dest="date_from", default=None, type=_day, help="current version landed on or after YYYY-MM-DD")
+    s.add_argument("--to", dest="date_to", default=None, type=_day, help="current version landed on or before YYYY-MM-DD")
     s.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
     s.add_argument("--json", action="store_true", help="print the hits as JSON")
     s.add_argument("--units", choices=["chunks", "propositions"], default="chunks",
@@ -62,12 +66,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     wh = Warehouse(args.data_dir)
     args.query = _query(args)
-    if args.history:
-        return _history(wh, args)
-    from codex_pipeline.embeddings import make_embedder
-
     kind = configured_embedder(args.embedder)
-    embedder = make_embedder(kind) if args.mode != SearchMode.BM25.value else None
+    embedder = None
+    try:
+        with quiet_retries():
+            if args.history or args.mode != SearchMode.BM25.value:
+                embedder = query_embedder(kind)
+            if args.history:
+                return _history(wh, args, embedder)
+            return _search(wh, args, kind, embedder, t0)
+    except EmbeddingError as exc:  # raised where the query is embedded: say which server
+        raise CliError(embedder_line(exc, where(embedder))) from None
+
+
+def _search(wh: Warehouse, args: argparse.Namespace, kind: str, embedder: Any, t0: float) -> int:
     filters = Filters.of(args.dataset, args.types, args.date_from, args.date_to, dict(_pair(m) for m in args.meta))
     try:
         retriever = Retriever(wh.root, args.dataset or None, embedder=embedder, embedder_kind=kind,
@@ -79,8 +91,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             print_proposition_hits(props, as_json=args.json)
             return strict_exit(props, getattr(args, "strict", False))
         hits = retriever.search(args.query, k=args.k, mode=args.mode, filters=filters)
-    except (IndexMissing, IndexOutdated, ValueError) as exc:
-        print(f"codex search: {exc}", file=sys.stderr)
+    except (IndexMissing, IndexOutdated, ValueError) as exc:  # ArrowInvalid too: a damaged file, named by one_line
+        print(f"codex search: {one_line(exc, wh) or exc}", file=sys.stderr)
         return 2
     t2 = time.perf_counter()
     print_warnings(hits.warnings)
@@ -89,9 +101,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     return strict_exit(hits, getattr(args, "strict", False))
 
 
-def configured_embedder(flag: str | None = None) -> str:
-    """``--embedder``, else ``$CODEX_EMBEDDER``, else the local model: what every CLI command embeds queries with."""
-    return (flag or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+def _day(value: str) -> str:
+    """argparse ``type`` of ``--from`` / ``--to``: a day, kept as typed."""
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a day: {value!r} (expected YYYY-MM-DD)") from None
+    return value
 
 
 def _query(args: argparse.Namespace) -> str:
@@ -119,14 +135,11 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _history(wh: Warehouse, args: argparse.Namespace) -> int:
+def _history(wh: Warehouse, args: argparse.Namespace, embedder: Any) -> int:
     """Every stored version of one dataset ranked by cosine (the pre-index scan, kept for audits)."""
     if len(args.dataset) != 1:
         raise SystemExit("--history searches one dataset: give exactly one --dataset")
-    from codex_pipeline.embeddings import make_embedder
-
     (dataset,) = args.dataset
-    embedder = make_embedder(configured_embedder(args.embedder))
     vector = embedder.embed([args.query]).vectors[0].tolist()
     con = connect_catalog(wh, read_only=True)
     try:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codex_pipeline.cli.search_command import configured_embedder
+from codex_pipeline.cli.dataset_names import dataset_part
+from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import DATASETS, get_dataset
 from codex_pipeline.datasets.validation import DEFAULT_SAMPLE, ValidationReport, validate_dataset
@@ -33,7 +34,7 @@ def add_validate_command(sub: Any) -> None:
     """Register ``codex validate`` on the CLI's subparsers."""
     v = sub.add_parser("validate", help="seed-003 validator: unique ids, locator order, offsets, stable ids (+ gold)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("--dataset", "-d", action="append", default=[], metavar="DS[=SUBDIR]",
+    v.add_argument("--dataset", "-d", action="append", default=[], metavar="DS[=SUBDIR]", type=dataset_part,
                    help="dataset(s) to validate (default: every chunked dataset with published chunks); "
                         "with --gold, SUBDIR is the folder of --corpus the dataset was landed from")
     v.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help=f"chunks sampled per dataset (default {DEFAULT_SAMPLE})")
@@ -140,7 +141,9 @@ def citation_match(wh: Warehouse, gold: Path, corpus: Path, parts: Sequence[tupl
         for day in wh.partitions(name, "raw"):
             for doc in steps.documents_from_raw(wh.read(name, "raw", day)):
                 maps[doc.doc_id] = build_source_map(doc, files, sub)
-    retriever = Retriever(wh.root, [n for n, _ in parts], embedder_kind=configured_embedder())
+    kind = configured_embedder()
+    embedder = query_embedder(kind) if kind == "openai" else None  # the local model: built by the Retriever
+    retriever = Retriever(wh.root, [n for n, _ in parts], embedder=embedder, embedder_kind=kind)
     total = matched = 0
     misses = []
     for q in questions:

@@ -206,11 +206,20 @@ def sweep_dead_runs(
 
 
 def _fail_dead_runs(instance: dg.DagsterInstance, report: SweepReport, run_ids: Iterable[str] | None) -> None:
+    """STARTED runs, and NOT_STARTED runs a CLI process created (its ``codex/pid`` tag), whose processes are gone.
+
+    A NOT_STARTED run without the tag is waiting for a launcher (a queue, the daemon): not ours to judge.
+    """
     here = socket.gethostname()
     single_host = _is_single_host(instance)
-    filters = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], run_ids=list(run_ids) if run_ids else None)
-    for record in instance.get_run_records(filters=filters):
+    ids = list(run_ids) if run_ids else None
+    records = [*instance.get_run_records(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], run_ids=ids)),
+               *instance.get_run_records(filters=dg.RunsFilter(
+                   statuses=[dg.DagsterRunStatus.NOT_STARTED], run_ids=ids, tags={HOST_TAG: here}))]
+    for record in records:
         run = record.dagster_run
+        if run.status == dg.DagsterRunStatus.NOT_STARTED and PID_TAG not in run.tags:
+            continue
         procs = run_processes(instance, record, single_host)
         if procs.host != here or not procs.pids:
             report.skipped.append(run.run_id)
@@ -218,12 +227,27 @@ def _fail_dead_runs(instance: dg.DagsterInstance, report: SweepReport, run_ids: 
         if procs.alive():
             continue
         current = instance.get_run_by_id(run.run_id)
-        if current is None or current.status != dg.DagsterRunStatus.STARTED:
-            continue  # it ended on its own meanwhile
+        if current is None or current.status != run.status:
+            continue  # it ended (or started) on its own meanwhile
         message = _dead_message(run.run_id, procs)
         log.warning(message)
         instance.report_run_failed(current, message)
         report.failed.append(run.run_id)
+
+
+def fail_runs_of_this_process(instance: dg.DagsterInstance, why: str) -> list[str]:
+    """Mark FAILURE the unfinished runs this process created (:func:`local_run_tags`), e.g. after a storage error.
+
+    Raises what the instance raises when it still cannot write; the next sweep, from
+    another process, closes them then.
+    """
+    tags = local_run_tags()
+    unfinished = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    closed = []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=unfinished, tags=tags)):
+        instance.report_run_failed(run, f"Run {run.run_id} was marked failed by codex: {why}")
+        closed.append(run.run_id)
+    return closed
 
 
 def _free_slots(instance: dg.DagsterInstance, report: SweepReport, finished_grace_seconds: float) -> None:
