@@ -98,8 +98,11 @@ def test_a_copied_data_dir_serves_its_own_files(template: Warehouse, tmp_path: P
 
 
 def test_a_moved_data_dir_works(template: Warehouse, tmp_path: Path) -> None:
-    shutil.copytree(template.root, tmp_path / "before")
-    expected = count(Warehouse(tmp_path / "before"), "narrative_chunks")
+    before = Warehouse(tmp_path / "before")
+    shutil.copytree(template.root, before.root)
+    ensure_views(before, [("narrative", "chunks")])  # a run there: its catalog reads its own files from now on
+    assert str(template.root) not in " ".join(views(before).values())
+    expected = count(before, "narrative_chunks")
     (tmp_path / "before").rename(tmp_path / "after")
     moved = Warehouse(tmp_path / "after")
     assert count(moved, "narrative_chunks") == expected  # the old code: "No files found that match the pattern"
