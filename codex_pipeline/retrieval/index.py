@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import hashlib
 import json
 import os
@@ -238,12 +239,20 @@ def build_search_index(
             collection = {**manifest.as_dict(), "dimensions": props.dimensions, "chunks": props.rows}
             (tmp / PROPOSITIONS_DIR / MANIFEST_FILE).write_text(json.dumps(collection, indent=1))
         os.replace(tmp, root / name)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if _disk_full(exc):  # pyarrow and numpy name the cause but not the file
+            raise disk_error(tmp, 0, " ".join(str(exc).split()), full=True) from exc
         raise
     _set_current(root, name)
     _collect(root, keep_versions)
     return manifest
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """A write that failed for want of space, whoever raised it (errno 28, or pyarrow's message of it)."""
+    return isinstance(exc, OSError) and not isinstance(exc, IndexWriteError) \
+        and (exc.errno == errno.ENOSPC or "No space left on device" in str(exc))
 
 
 @dataclass(frozen=True)
@@ -536,15 +545,62 @@ def _write_graph(
             add = np.array([k not in kept for k in keys.tolist()], bool)
             if add.any():
                 index.add(keys[add], vectors[add], threads=_threads())
-            index.save(str(path))
+            save_graph(index, path)
             return "updated", len(kept)
     index = Index(
         ndim=dims, metric="cos", dtype=VECTOR_DTYPE, connectivity=CONNECTIVITY,
         expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH,
     )
     index.add(keys, vectors, threads=_threads())
-    index.save(str(path))
+    save_graph(index, path)
     return "built", 0
+
+
+def save_graph(index: Index, path: Path) -> None:
+    """``index.save`` with an error that says what went wrong: usearch reports a full disk as
+    ``Failed to serialize into stream``, naming neither the file nor the cause."""
+    try:
+        index.save(str(path))
+    except RuntimeError as exc:
+        need = int(getattr(index, "serialized_length", 0) or 0)
+        raise disk_error(path, need, f"usearch: {exc}") from exc
+
+
+class IndexWriteError(OSError):
+    """A write of the search index failed; the message names the file, the cause and the fix."""
+
+
+def disk_error(path: Path, need: int, detail: str, full: bool | None = None) -> IndexWriteError:
+    """An ``OSError`` naming ``path`` and the fix: "no space left on device" when the disk is (nearly) full.
+
+    ``full`` None: full means less room than the file needs (or under 1 MiB), or a probe
+    write of the same file failing with ``ENOSPC`` (usearch keeps the errno to itself).
+    """
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        free = -1
+    if full is None:
+        full = 0 <= free <= max(need, 1 << 20) or _probe_errno(path) == errno.ENOSPC
+    if full:
+        return IndexWriteError(errno.ENOSPC, f"no space left on device writing {path} ({free:,} bytes free"
+                       f"{f', about {need:,} needed' if need else ''}; {detail}): free space on that disk, or "
+                       "move the data directory (CODEX_DATA_DIR) to a bigger one, then rematerialize the "
+                       "dataset's search_index asset")
+    return IndexWriteError(errno.EIO, f"could not write {path} ({detail}): check that the disk is writable and not "
+                   "failing, then rematerialize the dataset's search_index asset")
+
+
+def _probe_errno(path: Path) -> int | None:
+    """The errno of writing 64 KiB to ``path`` (which a failed write left unusable anyway), None if it worked."""
+    try:
+        with open(path, "wb") as fh:
+            fh.write(bytes(1 << 16))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return exc.errno
+    return None
 
 
 def _changed_vectors(index: Index, keys: np.ndarray, vectors: np.ndarray, skip: set[int]) -> list[int]:
