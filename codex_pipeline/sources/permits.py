@@ -11,7 +11,7 @@ Two landing formats share one record schema:
   (``SFD`` → "Single-family dwelling").
 
 Any other export is mapped the same way into a dataset of its own
-(:func:`load_mapped_permits_day`, registered from its mapping file by the registry).
+(``sources/mapping/kinds.py``, registered from its mapping file by the registry).
 
 Canonical text: the envelope (one ``Label: value`` line per present field, the list
 of scope sections, then the summary), then one block per scope section, then one
@@ -31,7 +31,6 @@ from typing import Any
 
 from codex_pipeline.core.documents import LoadResult, Reject
 from codex_pipeline.sources.mapping.reader import (
-    SUFFIXES,
     RowMapper,
     Target,
     check_crs,
@@ -243,15 +242,6 @@ def calgary_record(row: Mapping[str, str | None]) -> dict[str, Any]:
 
 def mapped_permit_reader(m: SourceMapping) -> Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]:
     return mapped_reader(m, permit_builder(m))
-
-
-def load_mapped_permits_day(m: SourceMapping, dataset: str, day_dir: Path) -> LoadResult:
-    """A day of an export mapped onto the permit schema, as ``dataset``'s documents."""
-    reader = mapped_permit_reader(m)
-    records, rejects = load_records(day_dir, PERMIT_RULES, {SUFFIXES[m.format]: reader})
-    out = build_documents(dataset, records, render_permit, permit_title)
-    out.rejects[:0] = name_columns(rejects, field_columns(m, "permit_number"))
-    return out
 
 
 # ---------------------------------------------------------------------------------------

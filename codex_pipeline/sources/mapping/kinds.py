@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from codex_pipeline.core.documents import LoadResult
+from codex_pipeline.core.documents import LoadResult, Reject
 from codex_pipeline.sources.mapping.reader import (
     SUFFIXES,
     RowMapper,
@@ -25,13 +25,20 @@ from codex_pipeline.sources.mapping.reader import (
     name_columns,
 )
 from codex_pipeline.sources.mapping.schema import MappingError, SourceMapping, load_mapping, mapping_digest
-from codex_pipeline.sources.permits import check_permit_mapping, load_mapped_permits_day
-from codex_pipeline.sources.records import Field, RecordSchema
+from codex_pipeline.sources.permits import (
+    PERMIT_RULES,
+    check_permit_mapping,
+    mapped_permit_reader,
+    permit_title,
+    render_permit,
+)
+from codex_pipeline.sources.records import Field, RawRecord, RecordSchema
 from codex_pipeline.sources.structured import (
     LATITUDE_RULE,
     LONGITUDE_RULE,
     RECORD_ID_RULE,
     RecordRules,
+    Rendering,
     build_documents,
     fmt_scalar,
     is_blank,
@@ -76,15 +83,35 @@ def _heading(m: SourceMapping, record: Mapping[str, Any]) -> str:
     return head
 
 
-def load_mapped_records_day(m: SourceMapping, dataset: str, day_dir: Path) -> LoadResult:
-    """A day of an export mapped onto a generic record, rendered as its key-value view."""
+@dataclass(frozen=True)
+class KindParts:
+    """What reading a mapped export takes: its file reader, its rules, its rendering."""
+
+    reader: Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]
+    rules: RecordRules
+    render: Callable[[Mapping[str, Any]], Rendering | str]
+    title: Callable[[Mapping[str, Any]], str | None]
+    columns: dict[str, str]  # target field -> export column(s), for reject reasons
+
+
+def kind_parts(m: SourceMapping, dataset: str) -> KindParts:
+    if m.kind == "permit":
+        return KindParts(mapped_permit_reader(m), PERMIT_RULES, render_permit, permit_title,
+                         field_columns(m, "permit_number"))
     fields = record_fields(m)
     targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text")) for f in fields if f.name in m.fields}
     mapper = RowMapper(m, targets, RECORD_ID_FIELD)
-    rules = RecordRules(RecordSchema(dataset, RECORD_ID_FIELD, fields))
-    records, rejects = load_records(day_dir, rules, {SUFFIXES[m.format]: mapped_reader(m, mapper.record)})
-    out = build_documents(dataset, records, lambda r: render_kv_view(_heading(m, r), r, fields), partial(_heading, m))
-    out.rejects[:0] = name_columns(rejects, field_columns(m, RECORD_ID_FIELD))
+    return KindParts(mapped_reader(m, mapper.record), RecordRules(RecordSchema(dataset, RECORD_ID_FIELD, fields)),
+                     lambda r: render_kv_view(_heading(m, r), r, fields), partial(_heading, m),
+                     field_columns(m, RECORD_ID_FIELD))
+
+
+def load_mapped_day(m: SourceMapping, dataset: str, day_dir: Path) -> LoadResult:
+    """A landing day of a mapped export: validated records as ``dataset``'s documents, and every reject."""
+    parts = kind_parts(m, dataset)
+    records, rejects = load_records(day_dir, parts.rules, {SUFFIXES[m.format]: parts.reader})
+    out = build_documents(dataset, records, parts.render, parts.title)
+    out.rejects[:0] = name_columns(rejects, parts.columns)
     return out
 
 
@@ -102,8 +129,7 @@ class MappedDataset:
 
     @property
     def load_day(self) -> Callable[[Path], LoadResult]:
-        load = load_mapped_permits_day if self.mapping.kind == "permit" else load_mapped_records_day
-        return partial(load, self.mapping, self.mapping.dataset)
+        return partial(load_mapped_day, self.mapping, self.mapping.dataset)
 
     @property
     def description(self) -> str:

@@ -1,0 +1,76 @@
+"""``codex sources check`` / ``init``: a mapping tried on an export before anything lands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codex_pipeline.cli.app import main
+from codex_pipeline.sources.mapping.draft import guess_column
+from codex_pipeline.sources.mapping.kinds import load_mapped_dataset
+from codex_pipeline.sources.permits import MAPPINGS_DIR
+
+SAMPLE = Path(__file__).resolve().parents[2] / "codex_pipeline" / "sample_landing"
+SQUAMISH = SAMPLE / "squamish_permits" / "2026-11-24" / "squamish_permits.csv"
+SEATTLE = SAMPLE / "seattle_preapplications" / "2026-11-24" / "seattle_preapplications.csv"
+
+
+def test_check_shows_the_first_rows_and_every_reject_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["sources", "check", str(SQUAMISH), "--mapping", str(MAPPINGS_DIR / "squamish_permits.yaml"),
+               "--rows", "3", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert (out["rows"], out["would_land"], out["rejected"], out["file_rejects"]) == (4, 3, 1, [])
+    assert out["rejects"] == [{"ref": "row 4, permit_number='BP900103'",
+                               "reason": "field 'address' (column 'House+Street') fails 'required string' (got null)"}]
+    first, second, third = out["first_rows"]
+    assert first["ref"] == "row 2" and first["record"]["applicant"] == "SAMPLE ANN S; SAMPLE BO D"
+    assert first["text"].startswith("Permit BP900101 — District of Squamish, BC\nStatus: In progress\n")
+    assert third["reject"] == out["rejects"][0]["reason"] and third["record"] is None
+
+
+def test_check_text_report_and_a_file_the_mapping_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["sources", "check", str(SEATTLE), "-m", str(MAPPINGS_DIR / "seattle_preapplications.yaml"), "--rows", "1"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "rows: 5 read, 4 would land, 1 rejected" in text and "row 2: lands as\n  Permit 009101-26PA" in text
+    rc = main(["sources", "check", str(SEATTLE), "-m", str(MAPPINGS_DIR / "squamish_permits.yaml")])
+    text = capsys.readouterr().out
+    assert rc == 1
+    assert "FILE REJECTED: not a Squamish building permit export: missing column(s) 'Folder_Number'" in text
+
+
+def test_an_invalid_mapping_is_one_line_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((MAPPINGS_DIR / "squamish_permits.yaml").read_text().replace("kind: permit", "kind: permit\nidd: x"))
+    assert main(["sources", "check", str(SQUAMISH), "--mapping", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"codex sources: mapping {bad}: key 'idd': Extra inputs are not permitted; fix: remove it or fix its spelling\n"
+
+
+def test_init_drafts_a_mapping_that_loads_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sources", "init", str(SQUAMISH), "--dataset", "squamish_draft"]) == 0
+    draft = capsys.readouterr().out
+    data = yaml.safe_load(draft)
+    assert data["dataset"] == "squamish_draft" and data["kind"] == "record" and data["id"] == "Folder_Number"
+    assert data["fields"]["application_date"] == {"column": "Application_Date", "type": "date",
+                                                  "formats": ["%Y/%m/%d %H:%M:%S+00"]}
+    assert data["fields"]["construction_value"]["type"] == "integer"
+    assert data["coordinates"] == {"x": "X", "y": "Y", "crs": "EPSG:3857"}
+    path = tmp_path / "draft.yaml"
+    path.write_text(draft)
+    load_mapped_dataset(path)  # loads as it is
+    assert main(["sources", "check", str(SQUAMISH), "--mapping", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["file_rejects"] == [] and out["would_land"] == 4 and out["rejected"] == 0
+
+
+def test_init_drops_empty_columns_and_keeps_codes_as_strings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sources", "init", str(SEATTLE)]) == 0
+    data = yaml.safe_load(capsys.readouterr().out)
+    assert data["drop"] == ["Column 1", "Column 2"] and data["id"] == "Record Number"
+    assert data["fields"]["description"]["type"] == "text"
+    assert guess_column("Folio", ["0012", "0100", ""]).type == "string"  # digits, but a code: never a number
+    assert guess_column("Score", ["12", "100"]).type == "integer"
