@@ -11,7 +11,7 @@ writing:
 - **Read-only statements** (:func:`check_statements`): an allowed directory is
   writable too, so ``COPY (…) TO '<a published partition>'`` would pass the settings;
   only statements that cannot write (``SELECT`` and its forms, ``EXPLAIN`` of one,
-  ``PRAGMA``, ``CALL``) run. The catalog itself is opened read-only.
+  ``PRAGMA``, ``CALL``) run. The catalog itself is attached read-only.
 
 With ``allow_files`` (``codex query --unsafe-allow-files``) the session is a plain
 DuckDB session on the read-only catalog, with the rights of the user running it
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.catalog_views import sql_literal
 
 if TYPE_CHECKING:
     from codex_pipeline.warehouse.storage import Warehouse
@@ -48,16 +49,25 @@ def sandbox_settings(warehouse: Warehouse) -> list[str]:
     return [
         "SET autoinstall_known_extensions = false",
         "SET autoload_known_extensions = false",
-        f"SET allowed_directories = ['{allowed.replace(chr(39), chr(39) * 2)}']",
+        f"SET allowed_directories = [{sql_literal(allowed)}]",
         "SET enable_external_access = false",
         "SET lock_configuration = true",
     ]
 
 
 def open_query_session(warehouse: Warehouse, allow_files: bool = False) -> duckdb.DuckDBPyConnection:
-    """The read-only catalog, closed around ``warehouse/`` unless ``allow_files``."""
-    con = connect_catalog(warehouse, read_only=True)
+    """The catalog attached read-only to a private in-memory DuckDB, closed around ``warehouse/`` unless ``allow_files``.
+
+    Private because DuckDB settings belong to a database instance, which every
+    connection to the same file in a process shares: locking one opened with
+    ``duckdb.connect(catalog)`` would lock the caller's other connections too.
+    """
+    connect_catalog(warehouse, read_only=True).close()  # rebuilt first if damaged or built for another data dir
+    con = duckdb.connect(":memory:")
     try:
+        name = warehouse.catalog_path.stem
+        con.execute(f"ATTACH {sql_literal(warehouse.catalog_path.as_posix())} AS {name} (READ_ONLY)")
+        con.execute(f"USE {name}")
         for statement in sandbox_settings(warehouse) if not allow_files else sandbox_settings(warehouse)[:2]:
             con.execute(statement)
     except BaseException:
@@ -79,6 +89,8 @@ def check_statements(con: duckdb.DuckDBPyConnection, sql: str, fix: str) -> None
             if len(explained) != 1 or explained[0].type != duckdb.StatementType.SELECT:
                 raise QueryRefused(f"EXPLAIN of anything but a SELECT is refused: the session is read-only ({fix})")
             continue
+        if kind == duckdb.StatementType.SET:
+            raise QueryRefused(f"SET, RESET and USE are refused: the session's settings are fixed ({fix})")
         if kind not in READ_ONLY_STATEMENTS:
             raise QueryRefused(
                 f"{kind.name} statements are refused: the session reads the catalog's views and writes nothing ({fix})"

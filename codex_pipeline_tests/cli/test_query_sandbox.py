@@ -57,6 +57,9 @@ ESCAPES = {
     "LOAD": "LOAD httpfs",
     "ATTACH another file": "ATTACH '{out}/other.duckdb' AS other",
     "SET it back": "SET enable_external_access = true",
+    "RESET the lock": "RESET lock_configuration",
+    "USE another database": "USE memory",
+    "DETACH the catalog": "DETACH codex_catalog",
     "CREATE in the catalog": "CREATE VIEW codex.x AS SELECT 1",
     "a URL": "SELECT * FROM read_csv('https://example.com/a.csv')",
 }
@@ -109,6 +112,24 @@ def test_the_flag_gives_a_plain_session_for_the_users_own_files(
     assert _query(wh, f"COPY (SELECT count(*) AS n FROM codex.narrative_chunks) TO '{tmp_path / 'n.csv'}'",
                   UNSAFE_FILES_FLAG) == 0
     assert (tmp_path / "n.csv").exists()
+
+
+def test_the_sandbox_does_not_lock_the_callers_other_connections(
+    wh: Warehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DuckDB settings belong to a database instance; the session's is private, not the one `connect_catalog` shares."""
+    from codex_pipeline.warehouse.storage import connect_catalog
+
+    mine = tmp_path / "mine.csv"
+    mine.write_text("a\n1\n")
+    con = connect_catalog(wh)
+    try:
+        assert _query(wh, "SELECT count(*) FROM codex.narrative_chunks") == 0
+        assert _query(wh, f"SELECT * FROM read_csv('{mine}')") == 2
+        assert con.execute(f"SELECT count(*) FROM read_csv('{mine}')").fetchone() == (1,)
+        con.execute("SET threads = 1")  # not locked either
+    finally:
+        con.close()
 
 
 def test_a_query_run_in_another_process_reads_no_file_outside_the_data_dir(wh: Warehouse, tmp_path: Path) -> None:
