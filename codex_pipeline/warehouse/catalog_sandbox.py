@@ -43,12 +43,20 @@ class QueryRefused(ValueError):
     """A statement the sandboxed session does not run; the message is one line naming the fix."""
 
 
-def sandbox_settings(warehouse: Warehouse) -> list[str]:
-    """The statements that close a session around ``warehouse/``, in order (the lock last)."""
-    allowed = (warehouse.root / "warehouse").as_posix().rstrip("/") + "/"
-    return [
+def sandbox_settings(warehouse: Warehouse, allow_files: bool = False) -> list[str]:
+    """The statements that set a session up, in order: no extension autoload and spills beside the catalog
+    always; unless ``allow_files``, then ``warehouse/`` as the only files it may open, and the lock last."""
+    spill = warehouse.catalog_path.as_posix() + ".tmp"  # where DuckDB spills for the catalog file, not the cwd
+    always = [
         "SET autoinstall_known_extensions = false",
         "SET autoload_known_extensions = false",
+        f"SET temp_directory = {sql_literal(spill)}",
+    ]
+    if allow_files:
+        return always
+    allowed = (warehouse.root / "warehouse").as_posix().rstrip("/") + "/"
+    return [
+        *always,
         f"SET allowed_directories = [{sql_literal(allowed)}]",
         "SET enable_external_access = false",
         "SET lock_configuration = true",
@@ -68,7 +76,7 @@ def open_query_session(warehouse: Warehouse, allow_files: bool = False) -> duckd
         name = warehouse.catalog_path.stem
         con.execute(f"ATTACH {sql_literal(warehouse.catalog_path.as_posix())} AS {name} (READ_ONLY)")
         con.execute(f"USE {name}")
-        for statement in sandbox_settings(warehouse) if not allow_files else sandbox_settings(warehouse)[:2]:
+        for statement in sandbox_settings(warehouse, allow_files):
             con.execute(statement)
     except BaseException:
         con.close()
