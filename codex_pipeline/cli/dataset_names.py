@@ -33,14 +33,16 @@ def known(chunked: bool = False) -> list[str]:
     return [s.name for s in DATASETS if s.chunked or not chunked]
 
 
-def check_dataset(name: str, chunked: bool = False) -> str:
-    """``name`` when the registry has it; else :class:`argparse.ArgumentTypeError` listing the valid names."""
+def check_dataset(name: str, chunked: bool = False, typed: str | None = None) -> str:
+    """``name`` when the registry has it; else :class:`argparse.ArgumentTypeError` naming what was
+    ``typed`` (default: ``name``) and listing the valid names."""
     if name in known(chunked):
         return name
+    shown = typed if typed is not None else name
     if name in known():
         raise argparse.ArgumentTypeError(
-            f"dataset {name!r} is not chunked (raw export only); chunked datasets: {', '.join(known(True))}")
-    raise argparse.ArgumentTypeError(f"unknown dataset {name!r}; datasets: {', '.join(known(chunked))}")
+            f"dataset {shown!r} is not chunked (raw export only); chunked datasets: {', '.join(known(True))}")
+    raise argparse.ArgumentTypeError(f"unknown dataset {shown!r}; datasets: {', '.join(known(chunked))}")
 
 
 def dataset(name: str) -> str:
@@ -56,4 +58,4 @@ def chunked_dataset(name: str) -> str:
 def dataset_part(value: str) -> str:
     """argparse ``type`` of ``--dataset DS[=SUBDIR]``: ``DS`` must be a chunked dataset (``SUBDIR`` is kept)."""
     name, sep, sub = value.partition("=")
-    return check_dataset(name.strip(), chunked=True) + (sep + sub if sep else "")
+    return check_dataset(name.strip(), chunked=True, typed=value) + (sep + sub if sep else "")
