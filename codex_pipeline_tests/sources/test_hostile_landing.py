@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline.sources.files import landing_entries
+from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.files import landing_entries, read_text
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import materialize_dataset
 
@@ -111,3 +112,15 @@ def test_a_folder_of_tombstones_is_screened_through_its_mirror(warehouse: Wareho
     assert raw == {"good.txt", "sub/nested.txt", "inside_link.txt"}
     assert (raw | set(rejects)) - {"_deleted.txt"} == entries(day) - {"_deleted.txt"}
     assert not any("secret" in t for t in texts)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_text_without_a_byte_order_mark_is_rejected_naming_its_encoding(tmp_path: Path, encoding: str) -> None:
+    (tmp_path / "minutes.txt").write_bytes(GOOD.encode(encoding))  # valid UTF-8, every other byte a NUL
+    reject = read_text(tmp_path / "minutes.txt", tmp_path)
+    assert isinstance(reject, Reject) and reject.source_file == "minutes.txt"
+    assert "NUL bytes" in reject.reason and encoding.upper() in reject.reason and "re-save it as UTF-8" in reject.reason
+    (tmp_path / "minutes.txt").write_bytes(GOOD.encode("utf-16"))  # with its byte-order mark: not UTF-8 at all
+    assert isinstance(read_text(tmp_path / "minutes.txt", tmp_path), Reject)
+    (tmp_path / "minutes.txt").write_text(GOOD)
+    assert read_text(tmp_path / "minutes.txt", tmp_path) == GOOD
