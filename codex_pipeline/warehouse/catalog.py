@@ -80,9 +80,17 @@ def _problem(warehouse: Warehouse, con: duckdb.DuckDBPyConnection) -> str | None
         return "records no data directory (built by an older Codex)"
     except duckdb.Error as exc:
         return f"is damaged ({_first_line(exc)})"
-    if row is None or row[0] != str(warehouse.root):
+    if row is None or (row[0] != str(warehouse.root) and not _same_dir(row[0], warehouse.root)):
         return f"was built for another data directory ({row[0] if row else 'none'})"
     return None
+
+
+def _same_dir(built_for: str, root: Path) -> bool:
+    """The catalog's data directory is this one under another name (a bind mount): its views read these files."""
+    try:
+        return os.path.samefile(built_for, root)
+    except OSError:
+        return False
 
 
 def _open_checked(
