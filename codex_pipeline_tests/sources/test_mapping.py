@@ -179,3 +179,54 @@ def test_the_digest_follows_the_content_not_the_comments(tmp_path: Path) -> None
     c = load_mapped_dataset(write(tmp_path, "c.yaml", PERMIT.replace("N/A", "NA")))
     assert a.digest == b.digest != c.digest
     assert parse_mapping(PERMIT, "x").columns()[0] == "Permit No"
+
+
+NESTED = """codex_mapping: 1
+dataset: city_events
+kind: record
+title: city event feed
+format: json
+id: event id
+id_clean: true
+fields:
+  name: name
+  starts: {column: starts_at, type: date, formats: [iso]}
+  fee: {column: fee, type: number, strip: "$,"}
+  place: location.name
+coordinates: {x: location.lon, y: location.lat}
+unexpected_columns: reject
+"""
+
+
+def test_json_exports_with_nested_objects_absent_keys_iso_dates_money_and_messy_ids(tmp_path: Path) -> None:
+    md = load_mapped_dataset(write(tmp_path, "m.yaml", NESTED))
+    items = [
+        {"event id": "2026/EV 001", "name": "Market", "starts_at": "2026-11-24T17:30:00-08:00", "fee": "$1,250.50",
+         "location": {"name": "Pier 3", "lat": 47.6, "lon": -122.3}},
+        {"event id": "EV-2", "name": "Parade"},  # keys left out of a JSON record are nulls, not missing columns
+    ]
+    res = md.load_day(day(tmp_path, "e.json", json.dumps(items)))
+    assert res.rejects == []
+    first, second = res.documents
+    assert first.record_id == "2026-EV-001"
+    assert first.payload | {} == {"record_id": "2026-EV-001", "name": "Market", "starts": "2026-11-24", "fee": 1250.5,
+                                  "place": "Pier 3", "latitude": 47.6, "longitude": -122.3}
+    assert second.payload == {"record_id": "EV-2", "name": "Parade"}
+    res = md.load_day(day(tmp_path, "e.json", json.dumps([items[1] | {"extra": 1}])))
+    assert [r.reason for r in res.rejects] == [
+        "not a city event feed export: unexpected column(s) 'extra' (map them or list them under drop: in the mapping)"]
+
+
+def test_semicolon_csv_in_cp1252(tmp_path: Path) -> None:
+    text = RECORD.replace("format: jsonl", 'format: csv\ndelimiter: ";"\nencoding: cp1252').replace(
+        "coordinates: {x: x, y: y}\n", "").replace("type: number}", 'type: number, strip: ".", decimal: ","}')
+    md = load_mapped_dataset(write(tmp_path, "m.yaml", text))
+    d = tmp_path / "day"
+    d.mkdir()
+    (d / "t.csv").write_bytes("tree_id;species;planted;height;stewards\nT-1;Érable;03.04.2019;7,5;A\n".encode("cp1252"))
+    res = md.load_day(d)
+    (doc,) = res.documents
+    assert doc.payload["species"] == "Érable" and doc.payload["planted"] == "2019-04-03"
+    assert doc.payload["height_m"] == 7.5
+    (d / "t.csv").write_bytes(b"tree_id,species\nT-1,x\n")
+    assert md.load_day(d).rejects[0].reason.endswith("(the header looks ','-delimited: set delimiter: \",\" in the mapping)")

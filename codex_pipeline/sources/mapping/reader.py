@@ -9,7 +9,9 @@ the row here, naming the row, the column and the rule.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -25,13 +27,16 @@ from codex_pipeline.sources.records import RawRecord, read_csv_rows, read_json_l
 from codex_pipeline.sources.structured import clean_text, coerce_cell, one_line_text
 
 Rows = tuple[list[dict[str, Any]], list[str], list[str], list[Reject]]  # rows, refs, header, rejects
+_ID_CLEAN = re.compile(r"[^A-Za-z0-9._-]+")
 _COMPACT_ITEM_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/&+-]{0,23}$")
 SUFFIXES = {"csv": ".csv", "jsonl": ".jsonl", "json": ".json"}
 
 
-def read_rows(path: Path, day_dir: Path, fmt: str) -> Rows:
+def read_rows(path: Path, day_dir: Path, fmt: str, delimiter: str = ",", encoding: str = "utf-8") -> Rows:
     """The export's rows (dicts keyed by column), their refs, the header, and file-level rejects."""
     rel = path.relative_to(day_dir).as_posix()
+    if fmt == "csv" and (delimiter, encoding) != (",", "utf-8"):
+        return _read_csv(path, rel, delimiter, encoding)
     if fmt == "csv":
         rows, refs, rejects = read_csv_rows(path, day_dir)
         return list(rows), refs, list(rows[0]) if rows else [], rejects
@@ -57,6 +62,28 @@ def read_rows(path: Path, day_dir: Path, fmt: str) -> Rows:
     return rows, refs, _keys(rows), rejects
 
 
+def _read_csv(path: Path, rel: str, delimiter: str, encoding: str) -> Rows:
+    """CSV with another delimiter or encoding than the default UTF-8 with commas."""
+    try:
+        text = path.read_bytes().decode(encoding).replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    except (OSError, UnicodeDecodeError, LookupError) as exc:
+        return [], [], [], [Reject(rel, f"cannot read as {encoding}: {exc}")]
+    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    rows: list[dict[str, Any]] = []
+    refs: list[str] = []
+    rejects: list[Reject] = []
+    try:
+        for row in reader:
+            if None in row:
+                rejects.append(Reject(rel, f"{len(row[None])} cell(s) beyond the header", f"row {reader.line_num}"))
+                continue
+            rows.append(row)
+            refs.append(f"row {reader.line_num}")
+    except csv.Error as exc:
+        rejects.append(Reject(rel, f"malformed CSV: {exc}", f"row {reader.line_num}"))
+    return rows, refs, list(reader.fieldnames or []), rejects
+
+
 def _keys(rows: Any) -> list[str]:
     seen: dict[str, None] = {}
     for r in rows:
@@ -64,12 +91,28 @@ def _keys(rows: Any) -> list[str]:
     return list(seen)
 
 
+def lookup(row: Mapping[str, Any], column: str) -> Any:
+    """``a.b`` reads ``row["a"]["b"]`` (JSON exports with nested objects, e.g. ``location.latitude``)."""
+    v: Any = row
+    for part in column.split("."):
+        if not isinstance(v, Mapping):
+            return None
+        v = v.get(part)
+    return v
+
+
 def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
-    """Why the header does not fit the mapping (missing / unexpected columns named), or None."""
+    """Why the header does not fit the mapping (missing / unexpected columns named), or None.
+
+    JSON records leave out null keys, so for ``jsonl`` / ``json`` only unexpected keys count,
+    and a nested path (``location.latitude``) accounts for its top-level key.
+    """
     wanted = mapping.columns()
     have = set(header)
-    missing = [c for c in wanted if c not in have]
-    unexpected = [c for c in header if c not in set(wanted)] if mapping.unexpected_columns == "reject" else []
+    json_like = mapping.format != "csv"
+    tops = set(wanted) | ({c.split(".", 1)[0] for c in wanted} if json_like else set())
+    missing = [] if json_like else [c for c in wanted if c not in have]
+    unexpected = [c for c in header if c not in tops] if mapping.unexpected_columns == "reject" else []
     if not missing and not unexpected:
         return None
     why = []
@@ -77,7 +120,11 @@ def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
         why.append(f"missing column(s) {', '.join(map(repr, missing))}")
     if unexpected:
         why.append(f"unexpected column(s) {', '.join(map(repr, unexpected))}")
-    return f"not a {mapping.title} export: " + "; ".join(why) + " (map them or list them under drop: in the mapping)"
+    hint = " (map them or list them under drop: in the mapping)"
+    if mapping.format == "csv" and len(header) == 1:
+        other = next((d for d in (",", ";", "\t", "|") if d != mapping.delimiter and d in header[0]), None)
+        hint = f" (the header looks {other!r}-delimited: set delimiter: {json.dumps(other)} in the mapping)" if other else hint
+    return f"not a {mapping.title} export: " + "; ".join(why) + hint
 
 
 @dataclass(frozen=True)
@@ -120,7 +167,7 @@ class RowMapper:
         self.empty = {v.strip() for v in mapping.empty_values}
 
     def cell(self, row: Mapping[str, Any], column: str) -> Any:
-        v = row.get(column)
+        v = row.get(column) if column in row else lookup(row, column)
         if isinstance(v, str):
             return None if v.strip() in self.empty else v
         if isinstance(v, (dict, list)) and not v:
@@ -150,7 +197,7 @@ class RowMapper:
                 return None
         elif rule.vocabulary is not None:
             raw = self._vocab(row, name, rule, one_line_text(str(raw)))
-        return convert(raw, target, rule.formats)
+        return convert(raw, target, rule.formats, rule.strip, rule.decimal)
 
     def _vocab(self, row: Mapping[str, Any], name: str, rule: FieldRule, v: str) -> str:
         if rule.vocabulary is None:
@@ -180,7 +227,10 @@ class RowMapper:
         return round(lat, 7), round(lon, 7)
 
     def record(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        rec: dict[str, Any] = {self.id_field: convert(self.cell(row, self.m.id), Target("string"), ())}
+        rid = convert(self.cell(row, self.m.id), Target("string"), ())
+        if rid is not None and self.m.id_clean:
+            rid = _ID_CLEAN.sub("-", rid).strip("-") or None
+        rec: dict[str, Any] = {self.id_field: rid}
         for name, rule in self.m.fields.items():
             v = self.value(row, name, rule, self.targets[name])
             if v is not None:
@@ -194,8 +244,14 @@ class RowMapper:
         return rec
 
 
-def convert(v: Any, target: Target, formats: Sequence[str]) -> Any:
-    """A cell as the target's type; a cell that does not convert stays as it is (the schema names it)."""
+def convert(v: Any, target: Target, formats: Sequence[str], strip: str = "", decimal: str = ".") -> Any:
+    """A cell as the target's type; a cell that does not convert stays as it is (the schema names it).
+
+    Dates: each strptime format in turn; the format ``iso`` reads any ISO 8601 date or
+    date-time (``2023-05-01T14:32:00Z``) and keeps its date. No formats: ISO dates, with a
+    midnight time at most. ``strip``: characters removed before a number converts (``$,``);
+    ``decimal``: the decimal mark (``,`` in many European exports).
+    """
     if v is None:
         return None
     if isinstance(v, bool) or (isinstance(v, (int, float)) and target.type in ("integer", "number")):
@@ -203,12 +259,15 @@ def convert(v: Any, target: Target, formats: Sequence[str]) -> Any:
     if isinstance(v, (dict, list)):
         return json.dumps(v, ensure_ascii=False, sort_keys=True)
     s = str(v)
+    if target.type in ("integer", "number"):
+        s = s.translate({ord(c): None for c in strip}).replace(decimal, ".") if strip or decimal != "." else s
     if target.type == "date" and formats:
         for fmt in formats:
             try:
-                return dt.datetime.strptime(s.strip(), fmt).date().isoformat()
+                day = dt.datetime.fromisoformat(s.strip()) if fmt == "iso" else dt.datetime.strptime(s.strip(), fmt)
             except ValueError:
                 continue
+            return day.date().isoformat()
         return s.strip()
     if target.type in ("string", "text", "list[string]"):
         return (clean_text(s) if target.multiline else one_line_text(s)) or None
@@ -274,7 +333,7 @@ def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path]
 
     def read(path: Path, day_dir: Path) -> tuple[list[RawRecord], list[Reject]]:
         rel = path.relative_to(day_dir).as_posix()
-        rows, refs, header, rejects = read_rows(path, day_dir, mapping.format)
+        rows, refs, header, rejects = read_rows(path, day_dir, mapping.format, mapping.delimiter, mapping.encoding)
         if not rows:
             return [], rejects
         problem = header_problem(mapping, header)

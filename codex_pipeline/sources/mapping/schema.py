@@ -49,7 +49,9 @@ class FieldRule(_Strict):
     join: str = " "  # between the parts of ``columns``
     value: str | None = None  # a constant instead of a column
     type: ValueType | None = None  # record kind only (a permit field has its schema's type)
-    formats: tuple[str, ...] = ()  # dates: strptime formats tried in order; none: ISO 8601
+    formats: tuple[str, ...] = ()  # dates: strptime formats (or "iso") tried in order; none: ISO 8601 dates
+    strip: str = ""  # numbers: characters removed before converting, e.g. "$," for "$1,250.00"
+    decimal: str = Field(".", min_length=1, max_length=1)  # numbers: the decimal mark, "," for "7,5"
     separator: str | None = None  # a multi-value cell: split here, parts joined with "; " (or a list)
     vocabulary: dict[str, str] | None = None  # cell value -> value recorded (e.g. status codes)
     unknown: Literal["keep", "reject"] = "keep"  # a value missing from the vocabulary
@@ -116,7 +118,10 @@ class SourceMapping(_Strict):
     title: str = Field(min_length=1, max_length=120)  # what the export is, e.g. "Seattle SDCI pre-application"
     description: str = ""
     format: Literal["csv", "jsonl", "json"] = "csv"
+    delimiter: str = Field(",", min_length=1, max_length=1)  # csv: ";" or "\t" for some exports
+    encoding: str = "utf-8"  # csv: e.g. cp1252 / latin-1 for older exports (a BOM is dropped)
     id: str  # the column holding the record id
+    id_clean: bool = False  # ids with spaces, slashes …: each run of other characters becomes "-"
     fields: dict[str, FieldRule] = {}
     details: dict[str, FieldRule] = {}  # permit: extra ``Label: value`` lines of the envelope
     scope: ScopeRule | None = None
@@ -181,9 +186,9 @@ def parse_mapping(text: str, path: str) -> SourceMapping:
         raise MappingError(_one_line(path, exc)) from None
     for key, rule in mapping.fields.items():
         for fmt in rule.formats:
-            if "%" not in fmt:
+            if "%" not in fmt and fmt != "iso":
                 raise MappingError(f"mapping {path}: key 'fields.{key}.formats': {fmt!r} has no % directive; "
-                                   "fix: write strptime formats such as '%m/%d/%Y'")
+                                   "fix: write strptime formats such as '%m/%d/%Y', or iso")
             dt.datetime(2001, 2, 3).strftime(fmt)
     return mapping
 
@@ -197,6 +202,7 @@ def load_mapping(path: Path) -> SourceMapping:
 
 
 def mapping_digest(mapping: SourceMapping) -> str:
-    """First 8 hex of the SHA-256 of what the mapping says (not its comments or layout):
-    an edited mapping is a new ``source_version``, so the version sensor re-ingests."""
-    return hashlib.sha256(mapping.model_dump_json().encode()).hexdigest()[:8]
+    """First 8 hex of the SHA-256 of what the mapping says (not its comments, layout or keys left
+    at their defaults, so a new optional key in Codex changes no digest): an edited mapping is a
+    new ``source_version``, so the version sensor re-ingests."""
+    return hashlib.sha256(mapping.model_dump_json(exclude_defaults=True).encode()).hexdigest()[:8]

@@ -1,0 +1,124 @@
+"""Ingest speed of a mapped export against reading the same CSV with pyarrow.csv and DuckDB read_csv.
+
+Three figures per export, each the best of ``--repeat`` runs (seconds, wall clock):
+
+- ``pyarrow``: ``pyarrow.csv.read_csv`` of the file, types inferred (a floor: C++ parsing, no rules);
+- ``duckdb``: ``SELECT * FROM read_csv(file)`` into Arrow (the same floor, another engine);
+- ``mapped_read``: the mapping's reader alone (CSV rows → typed records: dates, vocabulary, separators,
+  coordinates, scope items);
+- ``mapped_ingest``: the dataset's whole ``load_day`` (reader, pandera validation, de-duplication,
+  canonical text and blocks): what the raw step spends before writing Parquet.
+
+The ratios ``mapped_ingest / pyarrow`` and ``mapped_ingest / duckdb`` are printed: what the mapping's
+rules and Codex's validation cost over parsing alone.
+
+    python bench/bench_mapping.py                    # the shared corpora's permit exports
+    python bench/bench_mapping.py --repeat 5 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+import codex_pipeline
+from codex_pipeline.datasets.registry import DATASETS, get_dataset
+from codex_pipeline.sources.mapping.kinds import kind_parts, load_mapped_dataset
+from codex_pipeline.sources.mapping.schema import SourceMapping
+from codex_pipeline.sources.permits import CALGARY
+
+ROOT = Path(codex_pipeline.__file__).resolve().parents[1]
+CORPORA = ROOT.parent / "shared" / "corpora" / "permits"
+SAMPLES = ROOT / "codex_pipeline" / "sample_landing"
+# export -> dataset whose mapping reads it
+EXPORTS = {
+    "calgary_building_permits.csv": "permit_signals",
+    "seattle_sdci_preapplications.csv": "seattle_preapplications",
+    "squamish_bc_building_permits.csv": "squamish_permits",
+}
+
+
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    out, times = None, []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def duck_read(f: Path) -> pa.Table:
+    rel = duckdb.sql(f"SELECT * FROM read_csv('{f}')")
+    assert rel is not None
+    return rel.to_arrow_table()
+
+
+def bench_export(path: Path, dataset: str, repeat: int) -> dict[str, Any]:
+    spec = get_dataset(dataset)
+    md_mapping = CALGARY if dataset == "permit_signals" else None
+    with tempfile.TemporaryDirectory() as tmp:
+        day = Path(tmp) / "day"
+        day.mkdir()
+        shutil.copy(path, day / path.name)
+        f = day / path.name
+        t_arrow, table = best(lambda: pacsv.read_csv(f), repeat)
+        t_duck, _ = best(lambda: duck_read(f), repeat)
+        mapping: SourceMapping = md_mapping or load_mapped_dataset(spec_file(dataset)).mapping
+        reader = kind_parts(mapping, dataset).reader
+        t_read, (records, _) = best(lambda: reader(f, day), repeat)
+        t_load, loaded = best(lambda: spec.load_day(day), repeat)
+    assert isinstance(table, pa.Table)
+    rows = table.num_rows
+    return {
+        "export": path.name, "dataset": dataset, "rows": rows, "bytes": path.stat().st_size,
+        "documents": len(loaded.documents), "rejects": len(loaded.rejects), "records_read": len(records),
+        "seconds": {"pyarrow": t_arrow, "duckdb": t_duck, "mapped_read": t_read, "mapped_ingest": t_load},
+        "rows_per_second": {"pyarrow": rows / t_arrow, "mapped_read": rows / t_read, "mapped_ingest": rows / t_load},
+        "ratio": {"mapped_read/pyarrow": t_read / t_arrow, "mapped_ingest/pyarrow": t_load / t_arrow,
+                  "mapped_ingest/duckdb": t_load / t_duck},
+    }
+
+
+def spec_file(dataset: str) -> Path:
+    path = DATASETS.mapping_file(dataset)
+    assert path is not None, dataset
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    results = []
+    for name, dataset in EXPORTS.items():
+        path = CORPORA / name
+        if not path.is_file():
+            print(f"skip {name}: not in {CORPORA}", file=sys.stderr)
+            continue
+        results.append(bench_export(path, dataset, args.repeat))
+    if args.json:
+        json.dump(results, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{'export':36} {'rows':>6} {'pyarrow':>9} {'duckdb':>9} {'mapped':>9} {'ingest':>9} {'ingest/pa':>10} {'ingest/duck':>11}")
+    for r in results:
+        s, q = r["seconds"], r["ratio"]
+        print(f"{r['export']:36} {r['rows']:>6} {s['pyarrow']:>8.4f}s {s['duckdb']:>8.4f}s {s['mapped_read']:>8.4f}s "
+              f"{s['mapped_ingest']:>8.4f}s {q['mapped_ingest/pyarrow']:>9.1f}x {q['mapped_ingest/duckdb']:>10.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
