@@ -133,3 +133,26 @@ def test_a_registry_entry_with_a_hostile_name_is_skipped_not_executed(wh: Wareho
     wh.catalog_path.unlink()
     rebuild_catalog(wh)
     assert "x" not in views(wh) and not list(wh.root.rglob("pwned.csv"))
+
+
+READER = """
+import logging, sys
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+con = connect_catalog(Warehouse(sys.argv[1]))
+print(con.execute("SELECT count(*) FROM codex.narrative_chunks").fetchone()[0])
+"""
+
+
+def test_readers_that_meet_a_damaged_catalog_at_once_rebuild_it_once(wh: Warehouse) -> None:
+    import subprocess
+    import sys
+
+    chunks = count(wh, "narrative_chunks")
+    _damage(wh.catalog_path, "half")
+    procs = [subprocess.Popen([sys.executable, "-c", READER, str(wh.root)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [e for _, e in outs]
+    assert [int(o) for o, _ in outs] == [chunks] * 4
+    assert sum("rebuilt" in e for _, e in outs) == 1  # the others found it repaired under the lock
