@@ -17,6 +17,7 @@ import pytest
 from codex_pipeline.datasets.registry import BUILT_IN, DATASETS, DatasetRegistry, get_dataset
 from codex_pipeline.sources.mapping.schema import MappingError
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline_tests.conftest import SAMPLE_LANDING, land, materialize_dataset
 
 INSPECTIONS = """codex_mapping: 1
 dataset: food_inspections
@@ -121,3 +122,21 @@ def test_the_shipped_mappings_are_datasets() -> None:
     assert get_dataset("squamish_permits").chunker is get_dataset("permit_signals").chunker
     assert DATASETS.mapping_file("permit_signals") is None
     assert get_dataset("permit_signals").source_version.startswith("2+")
+
+
+@pytest.mark.parametrize("dataset", ["seattle_preapplications", "squamish_permits"])
+def test_the_shipped_mapped_datasets_materialize_within_the_contract(warehouse, dataset: str) -> None:
+    landing = land(warehouse, dataset, "2026-11-24", SAMPLE_LANDING / dataset / "2026-11-24")
+    result = materialize_dataset(warehouse, dataset, "2026-11-24")
+    assert result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["chunk_contract"] and checks["current_chunk_ids_unique"]
+    rows = sum(1 for line in next(landing.iterdir()).read_text(encoding="utf-8-sig").splitlines()[1:] if line.strip())
+    con = connect_catalog(warehouse)
+    try:
+        (docs,) = con.execute(f"SELECT count(DISTINCT doc_id) FROM codex.{dataset}_chunks").fetchone()
+        (rejects,) = con.execute(f"SELECT count(*) FROM codex.{dataset}_rejects").fetchone()
+        (roots,) = con.execute(f"SELECT count(*) FROM codex.{dataset}_chunks WHERE parent_chunk_id IS NULL").fetchone()
+    finally:
+        con.close()
+    assert docs + rejects == rows and roots == docs  # every row in chunks or rejects; one summary root per permit
