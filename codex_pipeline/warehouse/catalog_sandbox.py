@@ -31,12 +31,14 @@ from codex_pipeline.warehouse.catalog_views import sql_literal
 if TYPE_CHECKING:
     from codex_pipeline.warehouse.storage import Warehouse
 
-READ_ONLY_STATEMENTS = frozenset(
-    {duckdb.StatementType.SELECT, duckdb.StatementType.PRAGMA, duckdb.StatementType.CALL, duckdb.StatementType.MULTI}
-)
-"""Statement types that read: SELECT (also DESCRIBE, SUMMARIZE, SHOW, FROM-first, VALUES), PRAGMA, CALL, PIVOT (MULTI)."""
+READ_ONLY_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.PRAGMA, duckdb.StatementType.CALL})
+"""Statement types that read: SELECT (also DESCRIBE, SUMMARIZE, SHOW, FROM-first, VALUES, PIVOT … IN (…)), PRAGMA, CALL.
 
-_EXPLAIN = re.compile(r"^\s*explain\b(?:\s+analyze\b|\s*\([^)]*\))?", re.IGNORECASE)
+Not MULTI: a ``PIVOT`` without an ``IN`` list parses as several statements, and so
+does any statement around it (``COPY (PIVOT …) TO …``), which the type would hide."""
+
+_GAP = r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*"  # blanks and comments
+_EXPLAIN = re.compile(rf"^{_GAP}explain\b(?:{_GAP}analyze\b|{_GAP}\([^)]*\))?", re.IGNORECASE | re.DOTALL)
 
 
 class QueryRefused(ValueError):
@@ -93,10 +95,18 @@ def check_statements(con: duckdb.DuckDBPyConnection, sql: str, fix: str) -> None
         kind = statement.type
         if kind == duckdb.StatementType.EXPLAIN:
             inner = _EXPLAIN.sub("", statement.query, count=1)
-            explained = con.extract_statements(inner) if inner != statement.query else []
+            try:
+                explained = con.extract_statements(inner) if inner != statement.query else []
+            except duckdb.ParserException:
+                explained = []
             if len(explained) != 1 or explained[0].type != duckdb.StatementType.SELECT:
                 raise QueryRefused(f"EXPLAIN of anything but a SELECT is refused: the session is read-only ({fix})")
             continue
+        if kind == duckdb.StatementType.MULTI:
+            raise QueryRefused(
+                "a PIVOT without an IN list is refused, as DuckDB runs it as several statements: name the values, "
+                f"PIVOT … ON col IN ('a', 'b') USING … ({fix})"
+            )
         if kind == duckdb.StatementType.SET:
             raise QueryRefused(f"SET, RESET and USE are refused: the session's settings are fixed ({fix})")
         if kind not in READ_ONLY_STATEMENTS:

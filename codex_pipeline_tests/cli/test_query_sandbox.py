@@ -51,6 +51,10 @@ ESCAPES = {
     ),
     "COPY a new file into the warehouse": "COPY (SELECT 1 AS x) TO '{root}/warehouse/narrative/chunks/2099-01-01.parquet'",
     "EXPLAIN ANALYZE of a COPY": "EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{root}/warehouse/narrative/chunks/2099-01-01.parquet'",
+    "COPY of a PIVOT (several statements)": "COPY (PIVOT codex.narrative_chunks ON chunk_type USING count(*)) TO '{out}/p.csv'",
+    "a COPY of a PIVOT into the warehouse": (
+        "COPY (PIVOT codex.narrative_chunks ON chunk_type USING count(*)) TO '{root}/warehouse/narrative/chunks/2099-01-01.parquet'"
+    ),
     "a COPY after a SELECT": "SELECT 1; COPY (SELECT 1 AS x) TO '{out}/second.csv'",
     "EXPORT DATABASE": "EXPORT DATABASE '{out}/exported'",
     "INSTALL": "INSTALL httpfs",
@@ -90,7 +94,8 @@ READS = {
     "SUMMARIZE": "SUMMARIZE codex.permit_signals_rejects",
     "EXPLAIN": "EXPLAIN SELECT * FROM codex.narrative_chunks",
     "EXPLAIN ANALYZE of a SELECT": "EXPLAIN ANALYZE SELECT count(*) FROM codex.narrative_chunks",
-    "PIVOT": "PIVOT codex.narrative_chunks ON chunk_type USING count(*)",
+    "PIVOT with its values": "PIVOT codex.narrative_chunks ON chunk_type IN ('narrative_window') USING count(*)",
+    "EXPLAIN after a comment": "-- why\n/* plan */ EXPLAIN ANALYZE SELECT 1",
     "PRAGMA": "PRAGMA version",
     "two SELECTs": "SELECT 1; SELECT count(*) FROM codex.permit_signals_rejects",
 }
