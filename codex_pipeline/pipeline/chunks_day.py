@@ -66,7 +66,7 @@ def run_chunks_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog 
         rejects = pa.concat_tables(done.rejects)
         wh.write(rejects, spec.name, "rejects", day, part="chunk")
         path, redirects = _publish(spec, wh, day, out, report, rec)
-        _quarantine_documents(wh, spec.name, day, done.quarantined, report, rec)
+        _quarantine_documents(wh, spec, day, done.quarantined, report, rec)
     # the day's documents become current only once its chunks are published
     landed = pa.concat_tables(done.landed) if done.landed else landed_from_raw(RAW_SCHEMA.empty_table())
     change = update_index(wh, spec.name, day, landed=landed if report.publishable else landed.slice(0, 0),
@@ -132,21 +132,22 @@ def _reject_reason(dataset: str, day: dt.date, doc_id: str, rules: list[str]) ->
 
 
 def _quarantine_documents(
-    wh: Warehouse, dataset: str, day: dt.date, quarantined: list[pa.Table], report: ContractReport, rec: Recorder
+    wh: Warehouse, spec: DatasetSpec, day: dt.date, quarantined: list[pa.Table], report: ContractReport, rec: Recorder
 ) -> None:
     """Write the rejected documents' rows (or remove an earlier run's), and say which documents they are.
 
     When no document passed, their rows are the day's quarantined file itself (:func:`_publish` left it out).
     """
+    dataset, stamp = spec.name, {"chunking_version": spec.chunking_version}  # what staleness reads
     if not quarantined:
         wh.remove(dataset, "quarantine", day, part=DOCUMENTS_QUARANTINE)
         return
     rows = pa.concat_tables(quarantined)
     if report.publishable:
-        wh.write(rows, dataset, "quarantine", day, part=DOCUMENTS_QUARANTINE)
+        wh.write(rows, dataset, "quarantine", day, part=DOCUMENTS_QUARANTINE, stamp=stamp)
     else:
         wh.remove(dataset, "quarantine", day, part=DOCUMENTS_QUARANTINE)
-        wh.write(rows, dataset, "quarantine", day)
+        wh.write(rows, dataset, "quarantine", day, stamp=stamp)
         return
     named = ", ".join(f"{d} ({'; '.join(r)})" for d, r in sorted(report.rejected_documents.items())[:5])
     more = len(report.rejected_documents) - 5

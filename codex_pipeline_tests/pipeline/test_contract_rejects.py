@@ -119,3 +119,23 @@ def test_a_failure_no_row_can_be_blamed_for_still_fails_the_partition() -> None:
     assert not report.publishable and report.unattributed
     merged = ContractReport.merge([good, report])
     assert not merged.publishable and merged.unattributed == report.unattributed
+
+
+def test_a_day_where_no_document_passed_is_quarantined_whole_and_named(
+    warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every document broken: the chunker, not a document, is at fault. The day is held back from embeddings,
+    and still every document is named (rejects) with the rule each row broke (quarantine)."""
+    land(warehouse, D1, {"bravo.txt": TEXTS["bravo.txt"]})
+    break_chunker(monkeypatch)
+    result = materialize_dataset(warehouse, "narrative", D1.isoformat())
+    check = contract_check(result)
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert not warehouse.partition_path("narrative", "chunks", D1).exists()
+    quarantined = warehouse.read("narrative", "quarantine", D1)
+    assert set(quarantined.column("doc_id").to_pylist()) == {BAD}
+    assert all("token_count_exact_cl100k" in why for why in quarantined.column("contract_failure").to_pylist())
+    assert warehouse.stamp(warehouse.partition_path("narrative", "quarantine", D1))["chunking_version"] == \
+        get_dataset("narrative").chunking_version  # what the version sensor reads to re-chunk it
+    (reject,) = query(warehouse, "SELECT record_ref, stage FROM codex.narrative_rejects")
+    assert reject == (BAD, "chunk")
