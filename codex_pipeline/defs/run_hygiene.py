@@ -15,8 +15,10 @@ on its ``RUN_START`` / ``STEP_START`` events, plus the ``codex/pid`` tag that
 :func:`local_run_tags` puts on CLI runs. A process counts only on the host that
 ran it (the ``codex/host`` tag; a run without it only on a SQLite instance,
 which one machine alone can use) and only if it started before the run's event
-did (a recycled pid is not the run). The sweep marks a dead run FAILURE with a
-message saying so and frees its slots; it also frees slots still held by runs
+did (a recycled pid is not the run). A NOT_STARTED run is judged the same way when
+a CLI process created it (its ``codex/pid`` tag): one whose storage failed before
+the run could start (a full ``$DAGSTER_HOME``) and that could not close it then.
+The sweep marks a dead run FAILURE with a message saying so and frees its slots; it also frees slots still held by runs
 that ended a while ago or were deleted. :data:`run_hygiene_sensor` runs it every
 minute under the daemon; the CLI calls it before starting runs.
 
