@@ -213,13 +213,17 @@ MAPPED_READER_REVISION = "1"  # bump when the mapping reader's output changes fo
 
 def mapped_spec(md: MappedDataset) -> DatasetSpec:
     """A mapping file's dataset: the kind's chunker, ``source_version`` = reader revision + file digest."""
-    permit = md.mapping.kind == "permit"
+    kinds: dict[str, tuple[Chunker, Any]] = {
+        "permit": (chunk_permit, PermitLimits()),
+        "event": (chunk_event, EventLimits(window_tokens=800, overlap_tokens=50)),
+    }
+    chunker, limits = kinds.get(md.mapping.kind, (chunk_record_view, RecordLimits()))
     return DatasetSpec(
         name=md.name,
         description=md.description,
         load_day=md.load_day,
-        chunker=chunk_permit if permit else chunk_record_view,
-        limits=PermitLimits() if permit else RecordLimits(),
+        chunker=chunker,
+        limits=limits,
         chunker_revision="1.0",
         source_version=f"{MAPPED_READER_REVISION}+{md.digest}",
         propositions=bool(md.mapping.propositions),

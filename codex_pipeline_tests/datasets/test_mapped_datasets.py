@@ -140,3 +140,25 @@ def test_the_shipped_mapped_datasets_materialize_within_the_contract(warehouse, 
     finally:
         con.close()
     assert docs + rejects == rows and roots == docs  # every row in chunks or rejects; one summary root per permit
+
+
+def test_an_event_mapping_is_chunked_by_the_event_chunker(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from codex_pipeline.core.contract_check import validate_chunks
+    from codex_pipeline.datasets import steps
+    from codex_pipeline_tests.sources.test_mapping import EVENTS
+
+    (tmp_path / "m.yaml").write_text(EVENTS)
+    spec = DatasetRegistry(()).add_mapping(tmp_path / "m.yaml")
+    assert spec.chunker is get_dataset("events_timeline").chunker and spec.limits == get_dataset("events_timeline").limits
+    d = tmp_path / "day"
+    d.mkdir()
+    long = " ".join(f"Lane {i} closed for repairs near the crossing." for i in range(400))  # over 800 tokens
+    (d / "c.csv").write_text("Closure ID,Title,Start,End,Impact,Street,Tags,Details\n"
+                             f"RC-1,Repair,11/24/2026 09:30 PM,,Major,Main St,,{long}\n")
+    docs = spec.load_day(d).documents
+    table = steps.chunk(spec, dt.date(2026, 11, 24), docs).table
+    assert set(table.column("chunk_type").to_pylist()) == {"event"} and table.num_rows > 1  # windows under one parent
+    report = validate_chunks(table, {doc.doc_id: doc.text for doc in docs})
+    assert report.passed, report.failures

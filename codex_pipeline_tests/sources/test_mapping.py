@@ -53,7 +53,7 @@ def day(tmp_path: Path, name: str, text: str) -> Path:
     ("edit", "message"),
     [
         (lambda t: t.replace("kind: permit", "kind: permits"),
-         "key 'kind': Input should be 'permit' or 'record'; fix: use one of the values named"),
+         "key 'kind': Input should be 'permit', 'event' or 'record'; fix: use one of the values named"),
         (lambda t: t.replace("title: Town permit", "title: Town permit\ncolour: blue"),
          "key 'colour': Extra inputs are not permitted; fix: remove it or fix its spelling"),
         (lambda t: t.replace("id: Permit No\n", ""), "key 'id': Field required; fix: add it"),
@@ -230,3 +230,40 @@ def test_semicolon_csv_in_cp1252(tmp_path: Path) -> None:
     assert doc.payload["height_m"] == 7.5
     (d / "t.csv").write_bytes(b"tree_id,species\nT-1,x\n")
     assert md.load_day(d).rejects[0].reason.endswith("(the header looks ','-delimited: set delimiter: \",\" in the mapping)")
+
+
+EVENTS = """codex_mapping: 1
+dataset: road_closures
+kind: event
+title: road closure feed
+id: Closure ID
+fields:
+  event_type: {value: road_closure}
+  title: Title
+  occurred_at: {column: Start, formats: ["%m/%d/%Y %I:%M %p"], timezone: America/Vancouver}
+  ended_at: {column: End, formats: ["%m/%d/%Y %I:%M %p"], timezone: America/Vancouver}
+  severity: {column: Impact, vocabulary: {Minor: low, Major: high}, unknown: reject}
+  location_name: Street
+  source: {value: "City of Example traffic"}
+  tags: {column: Tags, separator: ";"}
+  description: Details
+"""
+
+
+def test_an_event_mapping_reads_local_times_into_the_event_schema(tmp_path: Path) -> None:
+    md = load_mapped_dataset(write(tmp_path, "m.yaml", EVENTS))
+    csv_text = ("Closure ID,Title,Start,End,Impact,Street,Tags,Details\n"
+                "RC-1,Water main repair,11/24/2026 09:30 PM,11/25/2026 06:00 AM,Major,Main St,water; night,"
+                "\"Both lanes closed.\n\nDetour via 2nd Ave.\"\n"
+                "RC-2,Paving,11/24/2026 08:00 AM,11/24/2026 07:00 AM,Minor,Elm St,,\n")
+    res = md.load_day(day(tmp_path, "c.csv", csv_text))
+    (doc,) = res.documents
+    assert doc.doc_id == "urn:aprs:road_closures:RC-1"
+    assert doc.payload["occurred_at"] == "2026-11-24T21:30:00-08:00" and doc.payload["severity"] == "high"
+    assert doc.payload["tags"] == ["water", "night"]
+    assert doc.text.endswith("Source: City of Example traffic\nTags: water; night\n\nBoth lanes closed.\n\nDetour via 2nd Ave.")
+    assert [r.reason for r in res.rejects] == ["record check fails: ended_at is not before occurred_at"]
+    with pytest.raises(MappingError, match="key 'fields.occurred_at': Value error, unknown time zone 'Mars/Base'"):
+        load_mapped_dataset(write(tmp_path, "b.yaml", EVENTS.replace("America/Vancouver}\n  ended", "Mars/Base}\n  ended")))
+    with pytest.raises(MappingError, match="key 'fields.source' is required for kind event"):
+        load_mapped_dataset(write(tmp_path, "c.yaml", EVENTS.replace('  source: {value: "City of Example traffic"}\n', "")))

@@ -1,7 +1,8 @@
 """Record kinds a mapping targets, and a mapped dataset's loader.
 
 ``permit``: the ``permit_signals`` schema (summary, scope sections, conditions; its
-canonical text and chunk tree). ``record``: a generic record of the mapping's own fields
+canonical text and chunk tree). ``event``: the ``events_timeline`` schema (a header and
+a description, one ``event`` chunk, long descriptions windowed). ``record``: a generic record of the mapping's own fields
 rendered as the Markdown key-value view ``urban_signal_grid`` uses, for exports without
 free text (one ``record_view`` chunk per row).
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.core.documents import LoadResult, Reject
+from codex_pipeline.sources.events import EVENT_RULES, EVENT_SCHEMA, render_event
 from codex_pipeline.sources.mapping.reader import (
     SUFFIXES,
     RowMapper,
@@ -62,6 +64,27 @@ def record_fields(m: SourceMapping) -> tuple[Field, ...]:
     return tuple(out)
 
 
+EVENT_TARGETS = {f.name: Target(f.type, multiline=f.name == "description") for f in EVENT_SCHEMA.fields
+                 if f.name != "event_id"}
+EVENT_REQUIRED = [f.name for f in EVENT_SCHEMA.fields if f.required and f.name != "event_id"]
+
+
+def check_event_mapping(m: SourceMapping, path: str) -> None:
+    for key in ("scope", "conditions", "details"):
+        if getattr(m, key):
+            raise MappingError(f"mapping {path}: key {key!r}: only kind permit has {key}; fix: remove it")
+    for name in m.fields:
+        if name not in EVENT_TARGETS:
+            raise MappingError(f"mapping {path}: key 'fields.{name}': not an event field; "
+                               f"fix: use one of {', '.join(EVENT_TARGETS)}")
+    for name in EVENT_REQUIRED:
+        if name not in m.fields:
+            raise MappingError(f"mapping {path}: key 'fields.{name}' is required for kind event; "
+                               f"fix: map it to a column ({name}: <column>) or give a constant ({name}: {{value: …}})")
+    if m.coordinates is not None and (why := check_crs(m.coordinates.crs)):
+        raise MappingError(f"mapping {path}: key 'coordinates.crs': {why}; fix: an EPSG code such as EPSG:3857")
+
+
 def check_record_mapping(m: SourceMapping, path: str) -> None:
     for key in ("scope", "conditions", "details"):
         if getattr(m, key):
@@ -98,6 +121,9 @@ def kind_parts(m: SourceMapping, dataset: str) -> KindParts:
     if m.kind == "permit":
         return KindParts(mapped_permit_reader(m), PERMIT_RULES, render_permit, permit_title,
                          field_columns(m, "permit_number"))
+    if m.kind == "event":
+        return KindParts(mapped_reader(m, RowMapper(m, EVENT_TARGETS, "event_id").record), EVENT_RULES, render_event,
+                         lambda e: one_line_text(e["title"]), field_columns(m, "event_id"))
     fields = record_fields(m)
     targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text")) for f in fields if f.name in m.fields}
     mapper = RowMapper(m, targets, RECORD_ID_FIELD)
@@ -134,8 +160,9 @@ class MappedDataset:
     @property
     def description(self) -> str:
         m = self.mapping
-        tree = ("permit_summary → permit_scope_section and condition chunks" if m.kind == "permit"
-                else "one record_view chunk per record")
+        tree = {"permit": "permit_summary → permit_scope_section and condition chunks",
+                "event": "one event chunk per event (long descriptions in 800/50-token windows)"}.get(
+                    m.kind, "one record_view chunk per record")
         return f"{m.description or m.title} Mapped by {self.path.name}: {tree}."
 
 
@@ -143,6 +170,8 @@ def check_mapping(m: SourceMapping, path: str) -> None:
     """The kind's own rules (target fields, required fields, coordinates)."""
     if m.kind == "permit":
         check_permit_mapping(m, path)
+    elif m.kind == "event":
+        check_event_mapping(m, path)
     else:
         check_record_mapping(m, path)
 

@@ -197,7 +197,7 @@ class RowMapper:
                 return None
         elif rule.vocabulary is not None:
             raw = self._vocab(row, name, rule, one_line_text(str(raw)))
-        return convert(raw, target, rule.formats, rule.strip, rule.decimal)
+        return convert(raw, target, rule.formats, rule.strip, rule.decimal, rule.timezone)
 
     def _vocab(self, row: Mapping[str, Any], name: str, rule: FieldRule, v: str) -> str:
         if rule.vocabulary is None:
@@ -244,13 +244,16 @@ class RowMapper:
         return rec
 
 
-def convert(v: Any, target: Target, formats: Sequence[str], strip: str = "", decimal: str = ".") -> Any:
+def convert(v: Any, target: Target, formats: Sequence[str], strip: str = "", decimal: str = ".",
+            timezone: str | None = None) -> Any:
     """A cell as the target's type; a cell that does not convert stays as it is (the schema names it).
 
     Dates: each strptime format in turn; the format ``iso`` reads any ISO 8601 date or
     date-time (``2023-05-01T14:32:00Z``) and keeps its date. No formats: ISO dates, with a
     midnight time at most. ``strip``: characters removed before a number converts (``$,``);
-    ``decimal``: the decimal mark (``,`` in many European exports).
+    ``decimal``: the decimal mark (``,`` in many European exports). Date-times are written
+    ISO 8601; one without an offset gets ``timezone``'s (else it stays naive, and a rule that
+    wants an offset rejects it).
     """
     if v is None:
         return None
@@ -261,6 +264,8 @@ def convert(v: Any, target: Target, formats: Sequence[str], strip: str = "", dec
     s = str(v)
     if target.type in ("integer", "number"):
         s = s.translate({ord(c): None for c in strip}).replace(decimal, ".") if strip or decimal != "." else s
+    if target.type == "datetime":
+        return _datetime(s.strip(), formats, timezone)
     if target.type == "date" and formats:
         for fmt in formats:
             try:
@@ -272,6 +277,20 @@ def convert(v: Any, target: Target, formats: Sequence[str], strip: str = "", dec
     if target.type in ("string", "text", "list[string]"):
         return (clean_text(s) if target.multiline else one_line_text(s)) or None
     return coerce_cell(s, target.type)
+
+
+def _datetime(s: str, formats: Sequence[str], timezone: str | None) -> str:
+    for fmt in formats or ("iso",):
+        try:
+            when = dt.datetime.fromisoformat(s) if fmt == "iso" else dt.datetime.strptime(s, fmt)
+        except ValueError:
+            continue
+        if when.tzinfo is None and timezone:
+            from zoneinfo import ZoneInfo
+
+            when = when.replace(tzinfo=ZoneInfo(timezone))
+        return when.isoformat()
+    return s
 
 
 def scope_items(cell: str | None, rule: ScopeRule) -> tuple[str | None, list[dict[str, str]]]:

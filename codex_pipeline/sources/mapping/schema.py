@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 FORMAT_VERSION = 1
 DATASET_NAME = r"^[a-z][a-z0-9_]{1,62}$"
 FIELD_NAME = r"^[a-z][a-z0-9_]{0,62}$"
-RecordKind = Literal["permit", "record"]
-ValueType = Literal["string", "text", "integer", "number", "boolean", "date", "list[string]"]
+RecordKind = Literal["permit", "event", "record"]
+ValueType = Literal["string", "text", "integer", "number", "boolean", "date", "datetime", "list[string]"]
 
 
 class MappingError(ValueError):
@@ -55,6 +55,7 @@ class FieldRule(_Strict):
     separator: str | None = None  # a multi-value cell: split here, parts joined with "; " (or a list)
     vocabulary: dict[str, str] | None = None  # cell value -> value recorded (e.g. status codes)
     unknown: Literal["keep", "reject"] = "keep"  # a value missing from the vocabulary
+    timezone: str | None = None  # date-times without an offset are in this IANA zone, e.g. America/Vancouver
 
     @model_validator(mode="before")
     @classmethod
@@ -68,6 +69,13 @@ class FieldRule(_Strict):
             raise ValueError(f"give exactly one of column, columns, value (got {', '.join(given) or 'none'})")
         if self.unknown == "reject" and not self.vocabulary:
             raise ValueError("unknown: reject needs a vocabulary")
+        if self.timezone is not None:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(self.timezone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {self.timezone!r} (an IANA name such as America/Vancouver)") from None
         return self
 
     def source_columns(self) -> tuple[str, ...]:
