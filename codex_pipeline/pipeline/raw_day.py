@@ -5,7 +5,11 @@ the day. For a chunked dataset the day's tombstone files are checked against wha
 landed and, when they retract anything, applied to the current-corpus index.
 """
 
+import contextlib
 import datetime as dt
+import os
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.pipeline.housekeeping import rejects_preview, set_aside_damaged, write_if_any
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import RawDayResult, StepLog
-from codex_pipeline.sources.files import landing_scope, screen_landing
+from codex_pipeline.sources.files import landing_scope, screen_landing, unusable
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
 from codex_pipeline.warehouse.current import IndexChange, ensure_index, tombstones_table, update_index
 from codex_pipeline.warehouse.storage import Warehouse, ensure_views
@@ -84,7 +88,8 @@ def _tombstones(
     """The day's retractions, applied to the current-corpus index when there are any (or were before)."""
     if not spec.chunked:
         return _not_applied(landing, spec.name), None
-    marks = read_tombstones(landing, spec.name).split_landed(set(landed))
+    with _usable_tombstones(landing) as folder:  # a _deleted.* link leading outside is a reject, never read
+        marks = read_tombstones(folder, spec.name).split_landed(set(landed))
     accepted = tombstones_table(day, marks.tombstones)
     had = wh.partition_path(spec.name, "tombstones", day).exists()
     write_if_any(wh, accepted, spec.name, "tombstones", day)
@@ -92,6 +97,21 @@ def _tombstones(
     if not (accepted.num_rows or had):  # the usual day retracts nothing: leave the index alone
         return marks, None
     return marks, update_index(wh, spec.name, day, tombstones=accepted, snapshot=spec.snapshot)
+
+
+@contextlib.contextmanager
+def _usable_tombstones(landing: Path) -> Iterator[Path]:
+    """The folder to read tombstone files from: ``landing``, or a temporary one without those
+    :func:`~codex_pipeline.sources.files.unusable` says not to read (already rejected by the screen)."""
+    names = [n for n in TOMBSTONE_FILES if (landing / n).is_symlink() and unusable(landing / n, landing)]
+    if not names:
+        yield landing
+        return
+    with tempfile.TemporaryDirectory(prefix="codex-tombstones-") as tmp:
+        for n in TOMBSTONE_FILES:
+            if n not in names and (landing / n).exists():
+                os.symlink(os.path.realpath(landing / n), Path(tmp) / n)
+        yield Path(tmp)
 
 
 def _not_applied(landing: Path, dataset: str) -> Tombstones:

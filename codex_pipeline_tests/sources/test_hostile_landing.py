@@ -124,3 +124,18 @@ def test_text_without_a_byte_order_mark_is_rejected_naming_its_encoding(tmp_path
     assert isinstance(read_text(tmp_path / "minutes.txt", tmp_path), Reject)
     (tmp_path / "minutes.txt").write_text(GOOD)
     assert read_text(tmp_path / "minutes.txt", tmp_path) == GOOD
+
+
+def test_a_tombstone_file_leading_outside_is_rejected_not_read(warehouse: Warehouse, tmp_path: Path) -> None:
+    """``_deleted.txt`` as a link to a file elsewhere: a reject naming the target; no line of it is read."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\ngood.txt\n")
+    day = warehouse.landing_dir("narrative", DAY)
+    day.mkdir(parents=True)
+    (day / "good.txt").write_text(GOOD)
+    os.symlink(outside / "passwd", day / "_deleted.txt")
+    assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
+    raw, rejects, _ = outcome(warehouse)
+    assert raw == {"good.txt"}  # not retracted by a line of the outside file
+    assert set(rejects) == {"_deleted.txt"} and "outside the landing day folder" in rejects["_deleted.txt"]
