@@ -1,7 +1,9 @@
 """Embedding benchmarks, Codex path side by side with the reference in one run.
 
 (a) local all-MiniLM-L6-v2: ``embed_partition`` (hashing, long-input policy, Arrow
-    table) vs a bare ``SentenceTransformer.encode`` of the same texts. Target:
+    table; OpenVINO, bf16 where the CPU has it) vs a bare ``SentenceTransformer.encode`` of
+    the same texts (torch fp32; needs the ``[torch]`` extra). ``bench_embed_runtimes.py``
+    compares the runtimes and precisions alone. Target:
     ratio <= 1.10 on inputs that fit the model; the long-input policy may only add
     cost for inputs over 254 wordpieces, so the ratio is shown with and without them.
 (b) OpenAI path against the loopback server (separate process, 20 ms per request):
@@ -111,11 +113,13 @@ def window_texts(tok, texts: list[str], overlap: int) -> list[str]:
 
 
 def bench_local(texts: list[str], repeat: int) -> dict:
+    from sentence_transformers import SentenceTransformer  # the reference: the [torch] extra
+
     from codex_pipeline.embeddings import embed_partition
     from codex_pipeline.embeddings.local_minilm import MAX_CONTENT_WORDPIECES, LocalMiniLMEmbedder
 
     emb = LocalMiniLMEmbedder(batch_size=32)
-    model = emb.load()
+    model = SentenceTransformer(str(emb.model_dir), device="cpu", local_files_only=True)
     tok = model.tokenizer
     lengths = [len(x) for x in tok(texts, add_special_tokens=False, verbose=False)["input_ids"]]
     short = [t for t, n in zip(texts, lengths) if n <= MAX_CONTENT_WORDPIECES]

@@ -456,7 +456,6 @@ def measure_overhead(work: Path, pg, redis, repeats: int = 3) -> dict[str, objec
 
 SPLIT_SCRIPT = r"""
 import json, sys, time
-import torch
 from codex_pipeline.embeddings import make_embedder
 texts = json.load(open(sys.argv[1]))
 emb = make_embedder("local")
@@ -464,7 +463,7 @@ emb.load()
 t, c = time.perf_counter(), time.process_time()
 emb.embed(texts)
 print(json.dumps({"seconds": time.perf_counter() - t, "cpu_seconds": time.process_time() - c,
-                  "threads": torch.get_num_threads(), "inputs": len(texts)}))
+                  "threads": emb.describe()["threads"], "inputs": len(texts)}))
 """
 
 

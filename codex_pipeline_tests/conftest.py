@@ -109,13 +109,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 #: Modules whose import means the real local model was loaded.
-_MODEL_MODULES = ("sentence_transformers", "torch")
+_MODEL_MODULES = ("sentence_transformers", "torch", "openvino")
 _quick_loaded_model: list[str] = []
 
 
 @pytest.fixture(autouse=True)
 def _watch_for_the_real_model(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Notes the first quick-lane test after which torch / sentence-transformers are imported:
+    """Notes the first quick-lane test after which the model's runtime (OpenVINO or torch) is imported:
     the quick lane should never pay for the real model (see the terminal summary)."""
     before = any(m in sys.modules for m in _MODEL_MODULES)
     yield
@@ -127,7 +127,7 @@ def _watch_for_the_real_model(request: pytest.FixtureRequest) -> Iterator[None]:
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
     if _quick_loaded_model:
         terminalreporter.write_line(
-            f"note: a test outside the slow lane loaded the real embedding model (torch): {_quick_loaded_model[0]}; "
+            f"note: a test outside the slow lane loaded the real embedding model: {_quick_loaded_model[0]}; "
             "use the fake embedder (codex_pipeline_tests/fakes.py) or mark it slow", yellow=True)
 
 

@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # shellcheck disable=SC1091
-. .venv/bin/activate
+. "${VENV:-.venv}/bin/activate"
 export DAGSTER_HOME="${DAGSTER_HOME:-$PWD}"
 exec codex demo "$@"

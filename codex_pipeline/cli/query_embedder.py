@@ -14,7 +14,9 @@ import logging
 import os
 from collections.abc import Iterator
 
-from codex_pipeline.embeddings import Embedder, make_embedder
+from codex_pipeline.cli.errors import CliError
+from codex_pipeline.embeddings import KINDS, Embedder, make_embedder
+from codex_pipeline.embeddings.runtimes import query_options
 from codex_pipeline.transport import OpenAIConnection, RetryPolicy
 
 EMBEDDER_ENV = "CODEX_EMBEDDER"
@@ -26,7 +28,11 @@ QUERY_TIMEOUT_S = 30.0
 
 def configured_embedder(flag: str | None = None) -> str:
     """``--embedder``, else ``$CODEX_EMBEDDER``, else the local model: what every CLI command embeds queries with."""
-    return (flag or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+    kind = (flag or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+    if kind not in KINDS:
+        source = f"--embedder {flag}" if flag else f"{EMBEDDER_ENV}={os.environ.get(EMBEDDER_ENV)}"
+        raise CliError(f"unknown embedder {kind!r} ({source}): use {' or '.join(KINDS)}")
+    return kind
 
 
 def openai_connection() -> OpenAIConnection:
@@ -41,8 +47,11 @@ def openai_connection() -> OpenAIConnection:
 
 def query_embedder(kind: str) -> Embedder:
     """The query embedder of ``kind`` (``local`` or ``openai``)."""
-    if kind.strip().lower() == "openai":
+    kind = kind.strip().lower()
+    if kind == "openai":
         return make_embedder("openai", connection=openai_connection())
+    if kind == "local":
+        return make_embedder("local", options=query_options(os.environ))
     return make_embedder(kind)
 
 

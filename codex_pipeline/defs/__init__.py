@@ -6,7 +6,6 @@ The only layer that imports Dagster; it may import every other layer but ``cli``
 import dagster as dg
 
 from codex_pipeline.defs.assets import dataset_assets
-from codex_pipeline.defs.environment import configured_kind
 from codex_pipeline.defs.executors import configured_executor
 from codex_pipeline.defs.jobs import codex_all_job
 from codex_pipeline.defs.proposition_assets import default_proposition_settings, proposition_assets
@@ -27,7 +26,7 @@ defs = dg.Definitions(
     resources={
         "warehouse": CodexWarehouse(),
         "duckdb": CodexDuckDB(),
-        "embedding": EmbeddingSettings(kind=configured_kind()),
+        "embedding": EmbeddingSettings.from_environment(),
         "propositions": default_proposition_settings,
     },
 )

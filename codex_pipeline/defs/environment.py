@@ -12,6 +12,7 @@ from pathlib import Path
 
 from codex_pipeline.datasets.days import partitions_start
 from codex_pipeline.datasets.registry import DATASETS
+from codex_pipeline.embeddings.runtimes import LocalModelOptions
 from codex_pipeline.warehouse.tuning import Tuning
 
 DATA_DIR_ENV = "CODEX_DATA_DIR"
@@ -40,6 +41,11 @@ def first_partition() -> dt.date:
 def configured_kind() -> str:
     """The embedder kind: ``$CODEX_EMBEDDER``, default ``local``."""
     return (os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+
+
+def local_model_options() -> LocalModelOptions:
+    """``$CODEX_EMBED_RUNTIME`` / ``_PRECISION`` / ``_THREADS`` (the `embedding` resource's local_* fields)."""
+    return LocalModelOptions.from_env(os.environ)
 
 
 def configured_extractor_kind() -> str:

@@ -86,16 +86,29 @@ class EmbeddingSettings(dg.ConfigurableResource):
 
     kind: str = "local"
     local_batch_size: int = 32
+    local_runtime: str = "auto"  # openvino (the default install), torch (the [torch] extra), auto
+    local_precision: str = "auto"  # bf16 where the CPU has bf16 units, else fp32; or fp32 / bf16
+    local_threads: int = 0  # 0: every core the process may run on
     openai_model: str = "text-embedding-3-large"
     openai_dimensions: int = 1536
     openai_max_batch_inputs: int = 2048
     openai: OpenAIConnectionConfig = OpenAIConnectionConfig()
 
+    @classmethod
+    def from_environment(cls) -> "EmbeddingSettings":
+        """``$CODEX_EMBEDDER`` and the local model's ``$CODEX_EMBED_*`` settings."""
+        local = environment.local_model_options()
+        return cls(kind=environment.configured_kind(), local_runtime=local.runtime,
+                   local_precision=local.precision, local_threads=local.threads or 0)
+
     def build(self):
         from codex_pipeline.embeddings import make_embedder
 
         if self.kind == "local":
-            return make_embedder("local", batch_size=self.local_batch_size)
+            from codex_pipeline.embeddings.runtimes import LocalModelOptions
+
+            options = LocalModelOptions(self.local_runtime, self.local_precision, self.local_threads or None)
+            return make_embedder("local", batch_size=self.local_batch_size, options=options)
         return make_embedder(
             self.kind,
             model=self.openai_model,

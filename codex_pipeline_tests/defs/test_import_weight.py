@@ -11,7 +11,8 @@ import sys
 # half of the ~2 CPU-seconds ``import codex_pipeline.defs`` added to ``import dagster`` went to
 # pandas (pyarrow's first pa.array() imports it too), scipy and email.policy, until they moved
 # into the functions that use them
-ON_FIRST_USE = ("pandas", "pandera", "scipy", "email.policy", "numba", "bm25s", "torch", "sentence_transformers")
+ON_FIRST_USE = ("pandas", "pandera", "scipy", "email.policy", "numba", "bm25s", "torch", "sentence_transformers",
+                "openvino", "onnx", "tokenizers")
 
 
 def test_importing_the_definitions_loads_no_library_that_only_asset_bodies_use() -> None:

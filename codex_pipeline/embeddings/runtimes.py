@@ -1,0 +1,219 @@
+"""What runs the local model: OpenVINO on the ONNX export (the default), or torch (an extra).
+
+Both take ``[CLS] … [SEP]`` id batches with their attention mask and return unit-length
+sentence vectors, so the embedder around them (tokenizing, long-input windows,
+checkpoints) is one piece of code.
+
+Precision is chosen by the hardware: ``auto`` is bf16 where the CPU has bf16 units
+(AMX-BF16 or AVX512-BF16; 2.6-4x less CPU per word piece) and fp32 elsewhere. On
+all-MiniLM-L6-v2 the bf16 vectors keep a cosine of 0.99998 to fp32 and 99.7% of every
+text's ten nearest neighbours (``bench/bench_embed_runtimes.py``), so the precision is
+recorded in the embeddings' metadata but is not part of ``embedding_version``: a site
+that moves workers between CPU kinds neither re-embeds nor mixes vectors that rank
+differently. ``docs/embeddings.md`` has the figures.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from codex_pipeline.embeddings.base import LocalEmbedderMissing
+from codex_pipeline.embeddings.minilm_export import ExportedModel
+
+RUNTIMES = ("auto", "openvino", "torch")
+PRECISIONS = ("auto", "fp32", "bf16")
+RUNTIME_ENV = "CODEX_EMBED_RUNTIME"
+PRECISION_ENV = "CODEX_EMBED_PRECISION"
+THREADS_ENV = "CODEX_EMBED_THREADS"
+_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+def available_cpus() -> int:
+    """The cores this process may run on (its affinity mask, which containers and ``taskset`` narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def cpu_bf16_units(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
+    """The bf16 units this CPU reports (``amx_bf16``, ``avx512_bf16``); empty where none or unknown."""
+    try:
+        with cpuinfo.open(encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return tuple(f for f in _BF16_FLAGS if f in flags)
+    except OSError:
+        pass
+    return ()
+
+
+@dataclass(frozen=True)
+class LocalModelOptions:
+    """How the local model runs: which runtime, which precision, how many threads.
+
+    ``threads=None`` uses every core the process may run on; a site that runs one worker
+    per core sets 1 (``CODEX_EMBED_THREADS``) so workers do not oversubscribe.
+    """
+
+    runtime: str = "auto"
+    precision: str = "auto"
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"local runtime {self.runtime!r} is not one of {', '.join(RUNTIMES)} "
+                             f"(set {RUNTIME_ENV} to one of them)")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"local precision {self.precision!r} is not one of {', '.join(PRECISIONS)} "
+                             f"(set {PRECISION_ENV} to one of them)")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"local threads {self.threads} is not a thread count: use 1 or more "
+                             f"(unset {THREADS_ENV} for every core)")
+
+    @property
+    def thread_count(self) -> int:
+        return self.threads or available_cpus()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> LocalModelOptions:
+        """``CODEX_EMBED_RUNTIME`` / ``_PRECISION`` / ``_THREADS`` in ``environ`` (unset: the defaults)."""
+        threads = environ.get(THREADS_ENV, "").strip()
+        if threads and (not threads.isdigit() or int(threads) < 1):
+            raise ValueError(f"{THREADS_ENV}={threads!r} is not a thread count: set a whole number of at least 1, "
+                             "or unset it to use the cores this process may run on")
+        return cls(
+            runtime=(environ.get(RUNTIME_ENV) or "auto").strip().lower(),
+            precision=(environ.get(PRECISION_ENV) or "auto").strip().lower(),
+            threads=int(threads) if threads else None,
+        )
+
+
+def query_options(environ: Mapping[str, str]) -> LocalModelOptions:
+    """Options for a process that embeds queries: one thread unless ``CODEX_EMBED_THREADS`` says otherwise.
+
+    A query is one short text; more threads only add synchronization, which on a loaded
+    machine costs more than the query itself."""
+    options = LocalModelOptions.from_env(environ)
+    return options if options.threads else LocalModelOptions(options.runtime, options.precision, 1)
+
+
+def resolve_precision(asked: str, has_bf16: bool, where: str) -> str:
+    """``fp32`` or ``bf16``: ``auto`` follows the hardware; a forced bf16 needs bf16 units."""
+    if asked == "auto":
+        return "bf16" if has_bf16 else "fp32"
+    if asked == "bf16" and not has_bf16:
+        raise ValueError(f"precision bf16 was asked for but {where} has no bf16 units (AMX-BF16 or AVX512-BF16): "
+                         f"set {PRECISION_ENV}=auto or fp32")
+    return asked
+
+
+class Runtime(Protocol):
+    name: str
+    precision: str
+    threads: int
+
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """``[batch, 384]`` float32 unit vectors for a padded batch."""
+        ...
+
+    def describe(self) -> dict[str, object]: ...
+
+
+class OpenVinoRuntime:
+    """The ONNX export compiled by OpenVINO's CPU plugin (oneDNN; bf16 on AMX / AVX512-BF16)."""
+
+    name = "openvino"
+
+    def __init__(self, exported: ExportedModel, precision: str, threads: int) -> None:
+        try:
+            import openvino as ov
+        except ImportError as exc:
+            raise LocalEmbedderMissing("openvino") from exc
+        core = ov.Core()
+        capabilities = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        self.precision = resolve_precision(precision, "BF16" in capabilities, "this CPU")
+        self.threads = threads
+        self.provenance = exported.provenance
+        model = core.read_model(str(exported.path) if exported.path else io.BytesIO(exported.data or b""))
+        compiled = core.compile_model(model, "CPU", {
+            "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
+            "INFERENCE_NUM_THREADS": threads,
+            "NUM_STREAMS": 1,
+            "PERFORMANCE_HINT": "LATENCY",
+        })
+        self._request = compiled.create_infer_request()
+        self._lock = threading.Lock()  # one infer request: callers take turns
+        self.version = ov.get_version()
+
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        with self._lock:
+            out = self._request.infer({"input_ids": input_ids, "attention_mask": attention_mask})
+            return np.array(out[0], np.float32)  # a copy: the request reuses its output buffer
+
+    def describe(self) -> dict[str, object]:
+        return {"runtime": self.name, "runtime_version": self.version, "precision": self.precision,
+                "threads": self.threads, "onnx_sha256": self.provenance.get("onnx_sha256")}
+
+
+class TorchRuntime:
+    """sentence-transformers on torch (the ``[torch]`` extra): for a CUDA GPU, or a site that has torch anyway."""
+
+    name = "torch"
+
+    def __init__(self, model_dir: Path, precision: str, threads: int, device: str) -> None:
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise LocalEmbedderMissing(exc.name or "torch", extra="torch") from exc
+        self._torch = torch
+        self.device = device
+        if device.startswith("cuda"):
+            has_bf16, where = torch.cuda.is_available() and torch.cuda.is_bf16_supported(), f"GPU {device}"
+        else:
+            has_bf16, where = bool(cpu_bf16_units()), "this CPU"
+            torch.set_num_threads(threads)
+        self.precision = resolve_precision(precision, has_bf16, where)
+        self.threads = threads
+        self._model: Any = SentenceTransformer(str(model_dir), device=device, local_files_only=True)
+        self._model.eval()
+        self.version = torch.__version__
+
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        ids = torch.from_numpy(input_ids).to(self.device)
+        features = {"input_ids": ids, "attention_mask": torch.from_numpy(attention_mask).to(self.device),
+                    "token_type_ids": torch.zeros_like(ids), "modality": "text"}
+        device_type = "cuda" if self.device.startswith("cuda") else "cpu"
+        with torch.inference_mode(), torch.autocast(device_type, torch.bfloat16, enabled=self.precision == "bf16"):
+            emb = self._model(features)["sentence_embedding"].float()
+        return torch.nn.functional.normalize(emb, p=2, dim=1).cpu().numpy()
+
+    def describe(self) -> dict[str, object]:
+        return {"runtime": self.name, "runtime_version": self.version, "precision": self.precision,
+                "threads": self.threads, "device": self.device}
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def chosen_runtime(options: LocalModelOptions, device: str) -> str:
+    """``openvino`` or ``torch``: ``auto`` is torch only for a CUDA device, else OpenVINO when installed."""
+    if options.runtime != "auto":
+        return options.runtime
+    if device.startswith("cuda") or not _has("openvino"):
+        return "torch" if _has("torch") else "openvino"  # (the missing one's error names what to install)
+    return "openvino"

@@ -1,0 +1,117 @@
+"""Runtime, precision and thread settings of the local model: parsed at the edge, chosen by the hardware."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codex_pipeline.embeddings.runtimes import (
+    LocalModelOptions,
+    available_cpus,
+    chosen_runtime,
+    cpu_bf16_units,
+    query_options,
+    resolve_precision,
+)
+
+
+def test_defaults_follow_the_machine() -> None:
+    options = LocalModelOptions.from_env({})
+    assert (options.runtime, options.precision, options.threads) == ("auto", "auto", None)
+    assert options.thread_count == available_cpus() >= 1
+
+
+def test_environment_sets_each_option() -> None:
+    env = {"CODEX_EMBED_RUNTIME": "OpenVINO", "CODEX_EMBED_PRECISION": " fp32 ", "CODEX_EMBED_THREADS": "3"}
+    assert LocalModelOptions.from_env(env) == LocalModelOptions("openvino", "fp32", 3)
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"CODEX_EMBED_THREADS": "0"}, "CODEX_EMBED_THREADS"),
+    ({"CODEX_EMBED_THREADS": "two"}, "CODEX_EMBED_THREADS"),
+    ({"CODEX_EMBED_PRECISION": "fp16"}, "CODEX_EMBED_PRECISION"),
+    ({"CODEX_EMBED_RUNTIME": "onnx"}, "CODEX_EMBED_RUNTIME"),
+])
+def test_a_bad_setting_is_one_line_naming_the_variable(env: dict[str, str], named: str) -> None:
+    with pytest.raises(ValueError) as info:
+        LocalModelOptions.from_env(env)
+    message = str(info.value)
+    assert "\n" not in message and named in message
+
+
+def test_queries_run_on_one_thread_unless_told() -> None:
+    assert query_options({}).threads == 1
+    assert query_options({"CODEX_EMBED_THREADS": "2"}).threads == 2
+
+
+def test_precision_follows_the_hardware_and_a_forced_bf16_needs_it() -> None:
+    assert resolve_precision("auto", True, "this CPU") == "bf16"
+    assert resolve_precision("auto", False, "this CPU") == "fp32"
+    assert resolve_precision("fp32", True, "this CPU") == "fp32"
+    with pytest.raises(ValueError, match="no bf16 units .*CODEX_EMBED_PRECISION=auto or fp32"):
+        resolve_precision("bf16", False, "this CPU")
+
+
+@pytest.mark.parametrize(("flags", "units"), [
+    ("fpu sse2 avx2 avx512f avx512_bf16 amx_bf16 amx_tile", ("amx_bf16", "avx512_bf16")),
+    ("fpu sse2 avx2 avx512f avx512_bf16", ("avx512_bf16",)),
+    ("fpu sse2 avx2", ()),
+])
+def test_bf16_units_are_read_from_cpuinfo(tmp_path: Path, flags: str, units: tuple[str, ...]) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: {flags}\n")
+    assert cpu_bf16_units(cpuinfo) == units
+    assert cpu_bf16_units(tmp_path / "absent") == ()
+
+
+def test_auto_runtime_is_openvino_on_a_cpu() -> None:
+    assert chosen_runtime(LocalModelOptions(), "cpu") == "openvino"
+    assert chosen_runtime(LocalModelOptions(runtime="torch"), "cpu") == "torch"
+
+
+@pytest.mark.slow
+def test_bf16_and_fp32_rank_neighbours_alike() -> None:
+    """The reason precision is not part of embedding_version: on texts of several kinds the two
+    precisions give nearly the same vectors and the same nearest neighbours."""
+    from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
+
+    if not cpu_bf16_units():
+        pytest.skip("this CPU has no bf16 units")
+    texts = [f"{topic} item {i}: the council discussed {topic} near {street} and voted {i % 4 + 2} to 1."
+             for i, (topic, street) in enumerate((t, s) for t in ("budget", "zoning", "library", "transit", "parks")
+                                                 for s in ("Main Street", "Poyntz Avenue", "the river", "Elm Road"))]
+    fp32 = LocalMiniLMEmbedder(options=LocalModelOptions(precision="fp32")).embed(texts).vectors
+    bf16_embedder = LocalMiniLMEmbedder(options=LocalModelOptions(precision="bf16"))
+    bf16 = bf16_embedder.embed(texts).vectors
+    assert bf16_embedder.describe()["precision"] == "bf16"
+    cosine = (fp32 * bf16).sum(axis=1)
+    assert cosine.mean() > 0.9999 and cosine.min() > 0.999
+    near32, near16 = (np.argsort(-(v @ v.T), axis=1)[:, 1:4] for v in (fp32, bf16))
+    agreement = np.mean([len(set(a) & set(b)) / 3 for a, b in zip(near32, near16)])
+    assert agreement >= 0.9
+
+
+@pytest.mark.slow
+def test_threads_and_runtime_are_described() -> None:
+    from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
+
+    e = LocalMiniLMEmbedder(options=LocalModelOptions(threads=1, precision="fp32"))
+    e.embed(["one query"])
+    how = e.describe()
+    assert (how["runtime"], how["threads"], how["precision"]) == ("openvino", 1, "fp32")
+    assert len(str(how["onnx_sha256"])) == 64
+
+
+@pytest.mark.slow
+def test_torch_runtime_agrees_with_openvino() -> None:
+    pytest.importorskip("torch")
+    from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
+
+    texts = ["The city commission approved the budget.", "Permit 2024-117: new deck and fireplace.", ""]
+    ov = LocalMiniLMEmbedder(options=LocalModelOptions("openvino", "fp32")).embed(texts).vectors
+    pt_embedder = LocalMiniLMEmbedder(options=LocalModelOptions("torch", "fp32"))
+    pt = pt_embedder.embed(texts).vectors
+    assert pt_embedder.describe()["runtime"] == "torch"
+    np.testing.assert_allclose(ov, pt, atol=2e-6)
