@@ -99,7 +99,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         days = check_days(args.days, start=partitions_start(os.environ)) if args.days else sample_days()
     except DayError as exc:
-        print(f"codex: {exc}", file=sys.stderr)
+        print(f"codex demo: {exc}", file=sys.stderr)
         return 2
     ok = run_days(days, str(wh.root))
     con = connect_catalog(wh, read_only=True)
@@ -140,7 +140,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     try:
         days = check_days(args.days, start=partitions_start(os.environ))
     except DayError as exc:
-        print(f"codex: {exc}", file=sys.stderr)
+        print(f"codex materialize: {exc}", file=sys.stderr)
         return 2
     return 0 if run_days(days, args.data_dir) else 1
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.cli.dataset_names import dataset_part
+from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
 from codex_pipeline.datasets.days import partitions_start
 from codex_pipeline.evaluation.gold import GoldError, load_gold
 from codex_pipeline.evaluation.runner import (
@@ -71,7 +72,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         parts = [CorpusPart.parse(v) for v in args.dataset]
         questions = load_gold(args.gold, args.corpus)
-    except (GoldError, KeyError, OSError) as exc:
+    except OSError as exc:
+        print(f"codex eval: cannot read {exc.filename or args.gold}: {exc.strerror or exc} (check the path)", file=sys.stderr)
+        return 2
+    except (GoldError, KeyError) as exc:
         print(f"codex eval: {exc}", file=sys.stderr)
         return 2
     if args.work_dir is not None:
@@ -85,9 +89,7 @@ def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[
     wh = Warehouse(data_dir)
     day = partitions_start(os.environ)
     t0 = time.perf_counter()
-    from codex_pipeline.defs.environment import configured_kind
-
-    kind = (args.embedder or configured_kind()).strip().lower()
+    kind = configured_embedder(args.embedder)
     if not (args.no_materialize and args.work_dir is not None):
         try:
             landed = land_corpus(wh, parts, args.corpus, day)
@@ -100,9 +102,7 @@ def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[
             return 1
         _say(args, f"materialized through Dagster in {time.perf_counter() - t0:.1f}s")
     maps = source_maps(wh, parts, args.corpus, day)
-    from codex_pipeline.embeddings import make_embedder
-
-    embedder = make_embedder(kind) if args.mode != SearchMode.BM25.value else None
+    embedder = query_embedder(kind) if args.mode != SearchMode.BM25.value else None
     retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder,
                           evidence_units=not args.no_evidence_units)
     t1 = time.perf_counter()

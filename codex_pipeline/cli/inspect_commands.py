@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 
-from codex_pipeline.cli.errors import explain
+from codex_pipeline.cli.errors import busy_line, explain
 from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
 from codex_pipeline.explore.navigation import ChunkCollection
 from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, CatalogBusy, Warehouse, connect_catalog
@@ -200,7 +200,7 @@ def _open_catalog(wh: Warehouse):
     try:
         return connect_catalog(wh, read_only=True)
     except CatalogBusy as exc:
-        raise InspectError(f"{exc}; try again when the running materialization has finished") from None
+        raise InspectError(busy_line(exc, wh)) from None
 
 
 def _chunk_views(con) -> dict[str, str]:

@@ -17,12 +17,12 @@ the ``_history`` views (slow, for audits).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 import time
 from typing import Any
 
+from codex_pipeline.cli.arg_types import day, positive_int
 from codex_pipeline.cli.dataset_names import chunked_dataset
 from codex_pipeline.cli.errors import CliError, embedder_line, one_line
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder, quiet_retries, where
@@ -45,11 +45,11 @@ def add_search_command(sub: Any) -> None:
     )
     s.add_argument("query", nargs="+", help="the query (several words need no quotes)")
     s.add_argument("--dataset", "-d", action="append", default=[], type=chunked_dataset, help="dataset(s) to search (default: every indexed one)")
-    s.add_argument("-k", type=int, default=5, help="hits to return (default 5)")
+    s.add_argument("-k", type=positive_int, default=5, help="hits to return (default 5)")
     s.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)
     s.add_argument("--type", dest="types", action="append", default=[], help="only these chunk types (repeatable)")
-    s.add_argument("--from", dest="date_from", default=None, type=_day, help="current version landed on or after YYYY-MM-DD")
-    s.add_argument("--to", dest="date_to", default=None, type=_day, help="current version landed on or before YYYY-MM-DD")
+    s.add_argument("--from", dest="date_from", default=None, type=day, help="current version landed on or after YYYY-MM-DD")
+    s.add_argument("--to", dest="date_to", default=None, type=day, help="current version landed on or before YYYY-MM-DD")
     s.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
     s.add_argument("--json", action="store_true", help="print the hits as JSON")
     s.add_argument("--units", choices=["chunks", "propositions"], default="chunks",
@@ -99,15 +99,6 @@ def _search(wh: Warehouse, args: argparse.Namespace, kind: str, embedder: Any, t
     print_hits(hits, args.json, retriever.datasets)
     print(f"{len(hits)} hit(s) in {(t2 - t1) * 1000:.0f} ms (open + refresh {t1 - t0:.2f} s)", file=sys.stderr)
     return strict_exit(hits, getattr(args, "strict", False))
-
-
-def _day(value: str) -> str:
-    """argparse ``type`` of ``--from`` / ``--to``: a day, kept as typed."""
-    try:
-        dt.date.fromisoformat(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a day: {value!r} (expected YYYY-MM-DD)") from None
-    return value
 
 
 def _query(args: argparse.Namespace) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codex_pipeline.cli.arg_types import day as day_arg
 from codex_pipeline.cli.dataset_names import dataset_part
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
 from codex_pipeline.datasets import steps
@@ -39,7 +40,7 @@ def add_validate_command(sub: Any) -> None:
                         "with --gold, SUBDIR is the folder of --corpus the dataset was landed from")
     v.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help=f"chunks sampled per dataset (default {DEFAULT_SAMPLE})")
     v.add_argument("--seed", type=int, default=0, help="sample seed (default 0: the same sample every run)")
-    v.add_argument("--day", action="append", default=[], help="only these partitions (YYYY-MM-DD, repeatable)")
+    v.add_argument("--day", action="append", default=[], type=day_arg, help="only these partitions (YYYY-MM-DD, repeatable)")
     v.add_argument("--gold", type=Path, default=None, help="gold questions (codex eval format) for citation_match")
     v.add_argument("--corpus", type=Path, default=None, help="folder the gold sources are relative to "
                    "(default: the gold file's folder)")
