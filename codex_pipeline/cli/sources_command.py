@@ -37,6 +37,8 @@ def add_sources_command(sub: Any) -> None:
     i.add_argument("file", type=Path, help="the export (CSV, JSON Lines or a JSON array)")
     i.add_argument("--dataset", default=None, help="dataset name (default: from the file name)")
     i.add_argument("--sample", type=int, default=1000, help="rows sampled for types and formats (default 1000)")
+    i.add_argument("--kind", choices=["record", "permit"], default="record",
+                   help="record (default: every column a field) or permit (columns matched to permit fields by name)")
     i.set_defaults(func=cmd_init)
 
 
@@ -78,7 +80,8 @@ def print_report(r: CheckReport, max_rejects: int) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    text, problems = draft_mapping(_file(args.file), sample=max(args.sample, 1), dataset=args.dataset)
+    text, problems = draft_mapping(_file(args.file), sample=max(args.sample, 1), dataset=args.dataset,
+                                    kind=args.kind)
     for p in problems:
         print(f"codex sources init: {p.source_file} {p.record_ref or ''}: {p.reason}".replace("  ", " "), file=sys.stderr)
     sys.stdout.write(text)

@@ -74,3 +74,21 @@ def test_init_drops_empty_columns_and_keeps_codes_as_strings(capsys: pytest.Capt
     assert data["fields"]["description"]["type"] == "text"
     assert guess_column("Folio", ["0012", "0100", ""]).type == "string"  # digits, but a code: never a number
     assert guess_column("Score", ["12", "100"]).type == "integer"
+
+
+def test_init_kind_permit_matches_columns_to_permit_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sources", "init", str(SQUAMISH), "--kind", "permit", "--dataset", "squamish_draft"]) == 0
+    draft = capsys.readouterr().out
+    data = yaml.safe_load(draft)
+    assert data["kind"] == "permit"
+    f = data["fields"]
+    assert (f["status"], f["permit_type"], f["estimated_cost"], f["housing_units"]) == (
+        {"column": "Status"}, {"column": "Folder_Type"}, {"column": "Construction_Value"}, {"column": "Units_Created"})
+    assert f["applied_date"] == {"column": "Application_Date", "formats": ["%Y/%m/%d %H:%M:%S+00"]}
+    assert f["address"] == {"columns": ["House", "Street"]}  # a split address is joined
+    assert data["details"]["Folio"] == "Folio"
+    path = tmp_path / "draft.yaml"
+    path.write_text(draft)
+    assert main(["sources", "check", str(SQUAMISH), "--mapping", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["would_land"], out["rejected"]) == (3, 1)  # the row without an address, as with the shipped mapping
