@@ -17,10 +17,12 @@ demand.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -122,12 +124,27 @@ def connect_catalog(warehouse: Warehouse, read_only: bool = True, wait_s: float 
     con, problem = _open_checked(warehouse, read_only, wait_s)
     if con is not None:
         return con
-    with file_lock(_lock_path(warehouse)):
+    with _rebuild_lock(warehouse):
         con, problem = _open_checked(warehouse, read_only, wait_s)  # another process may have rebuilt it meanwhile
         if con is not None:
             return con
         _rebuild_from_files(warehouse, problem)
     return _connect(warehouse.catalog_path, read_only, wait_s)
+
+
+@contextlib.contextmanager
+def _rebuild_lock(warehouse: Warehouse) -> Iterator[None]:
+    """The catalog lock, for a rebuild: CatalogError (one line) when this user cannot write the data directory."""
+    try:
+        with file_lock(_lock_path(warehouse)):
+            yield
+    except OSError as exc:
+        fix = (
+            f"free space on the disk of {warehouse.root}, then run `codex catalog rebuild`"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            else f"run `codex catalog rebuild` as a user who can write {warehouse.root}"
+        )
+        raise CatalogError(f"cannot rebuild {warehouse.catalog_path}: {exc.strerror or exc} ({fix})") from exc
 
 
 def rebuild_catalog(warehouse: Warehouse) -> tuple[list[str], dict[str, str]]:
@@ -136,21 +153,15 @@ def rebuild_catalog(warehouse: Warehouse) -> tuple[list[str], dict[str, str]]:
     Returns the views created and ``{view: why}`` for those left out (a file in their
     glob cannot be read).
     """
-    with file_lock(_lock_path(warehouse)):
+    with _rebuild_lock(warehouse):
         return _rebuild_from_files(warehouse, None)
 
 
 def _rebuild_from_files(warehouse: Warehouse, problem: str | None) -> tuple[list[str], dict[str, str]]:
     """Under the lock: derive every view from the registry's tables and the files present, publish both."""
     registry = derive_registry(warehouse, list(_load_registry(warehouse) or {}))
-    try:
-        failed = _rebuild_catalog(warehouse, registry)
-        _write_registry(warehouse, registry)
-    except OSError as exc:
-        raise CatalogError(
-            f"cannot rebuild {warehouse.catalog_path}: {exc.strerror or exc} "
-            f"(run `codex catalog rebuild` as a user who can write {warehouse.root})"
-        ) from exc
+    failed = _rebuild_catalog(warehouse, registry)  # an OSError: _rebuild_lock makes it a CatalogError
+    _write_registry(warehouse, registry)
     views = sorted({n for views in registry.values() for n in views} - failed.keys())
     if problem is not None:
         log.warning(

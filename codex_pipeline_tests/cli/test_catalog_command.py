@@ -52,3 +52,21 @@ def test_a_truncated_catalog_does_not_stop_query_or_inspect(wh: Warehouse, comma
     (warning,) = done.stderr.strip().splitlines()
     assert str(wh.catalog_path) in warning and "rebuilt" in warning
     assert done.stdout.strip()
+
+
+def test_a_rebuild_that_cannot_write_is_one_line_naming_the_fix(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from codex_pipeline.warehouse import catalog
+
+    def full(*_: object) -> dict[str, str]:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    wh.catalog_path.write_bytes(b"garbage")
+    monkeypatch.setattr(catalog, "_rebuild_catalog", full)
+    assert main(["--data-dir", str(wh.root), "query", "SELECT 1"]) == 2
+    assert main(["--data-dir", str(wh.root), "catalog", "rebuild"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all("No space left on device (free space on the disk of" in line for line in lines)
