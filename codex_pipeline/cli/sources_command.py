@@ -51,9 +51,9 @@ def _file(path: Path) -> Path:
 def cmd_check(args: argparse.Namespace) -> int:
     try:
         md = load_mapped_dataset(args.mapping)
+        report = check_file(md, _file(args.file), max(args.rows, 0))
     except MappingError as exc:
         raise CliError(str(exc)) from None
-    report = check_file(md, _file(args.file), max(args.rows, 0))
     if args.json:
         json.dump(report.as_json(), sys.stdout, ensure_ascii=False, indent=1, default=str)
         print()

@@ -162,3 +162,10 @@ def test_an_event_mapping_is_chunked_by_the_event_chunker(tmp_path: Path) -> Non
     assert set(table.column("chunk_type").to_pylist()) == {"event"} and table.num_rows > 1  # windows under one parent
     report = validate_chunks(table, {doc.doc_id: doc.text for doc in docs})
     assert report.passed, report.failures
+
+
+def test_loading_the_registry_does_not_import_pyproj() -> None:
+    """Every Dagster process imports the registry (and its mappings): PROJ loads on the first coordinate only."""
+    code = "import sys, codex_pipeline.datasets.registry as r; assert r.get_dataset('squamish_permits'); print('pyproj' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip() == "False"

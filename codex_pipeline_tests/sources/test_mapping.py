@@ -62,7 +62,7 @@ def day(tmp_path: Path, name: str, text: str) -> Path:
         (lambda t: t.replace("  summary: Work", "  sumary: Work"), "key 'fields.sumary': not a permit field"),
         (lambda t: t.replace("applied_date: {column: Applied,", "applied_date: {value: x, column: Applied,"),
          "key 'fields.applied_date': Value error, give exactly one of column, columns, value (got column, value)"),
-        (lambda t: t.replace('"EPSG:3857"', '"EPSG:999999"'), "key 'coordinates.crs':"),
+        (lambda t: t.replace('"EPSG:3857"', '"web mercator"'), "key 'coordinates.crs': 'web mercator' is not a CRS code"),
         (lambda t: t.replace('"%m/%d/%Y", ', '"mm/dd/yyyy", '), "key 'fields.applied_date.formats': 'mm/dd/yyyy' has no % directive"),
         (lambda t: t.replace("fields:", "fields: ["), "not valid YAML at line"),
         (lambda t: t.replace("dataset: town_permits", "dataset: Town Permits"), "key 'dataset': String should match pattern"),
@@ -267,3 +267,11 @@ def test_an_event_mapping_reads_local_times_into_the_event_schema(tmp_path: Path
         load_mapped_dataset(write(tmp_path, "b.yaml", EVENTS.replace("America/Vancouver}\n  ended", "Mars/Base}\n  ended")))
     with pytest.raises(MappingError, match="key 'fields.source' is required for kind event"):
         load_mapped_dataset(write(tmp_path, "c.yaml", EVENTS.replace('  source: {value: "City of Example traffic"}\n', "")))
+
+
+def test_a_crs_proj_does_not_know_rejects_rows_naming_it(tmp_path: Path) -> None:
+    md = load_mapped_dataset(write(tmp_path, "m.yaml", PERMIT.replace('"EPSG:3857"', '"EPSG:999999"')))  # well formed
+    row = "A-1,I,New,01/02/2026,12,Main St,Ann,Roof,P-7,,-13706475.5986,6401134.8813,x"
+    (rej,) = md.load_day(day(tmp_path, "p.csv", f"{HEADER}\n{row}\n")).rejects
+    assert rej.record_ref == "row 2, Permit No='A-1'"
+    assert rej.reason.startswith("coordinates.crs: ") and "fix the mapping" in rej.reason

@@ -92,3 +92,11 @@ def test_init_kind_permit_matches_columns_to_permit_fields(tmp_path: Path, capsy
     assert main(["sources", "check", str(SQUAMISH), "--mapping", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["would_land"], out["rejected"]) == (3, 1)  # the row without an address, as with the shipped mapping
+
+
+def test_check_asks_proj_about_the_crs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((MAPPINGS_DIR / "squamish_permits.yaml").read_text().replace('"EPSG:3857"', '"EPSG:999999"'))
+    assert main(["sources", "check", str(SQUAMISH), "--mapping", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"codex sources: mapping {bad}: key 'coordinates.crs': ") and err.count("\n") == 1

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.sources.mapping.kinds import MappedDataset, kind_parts
-from codex_pipeline.sources.mapping.reader import name_columns
+from codex_pipeline.sources.mapping.reader import check_crs, name_columns
+from codex_pipeline.sources.mapping.schema import MappingError
 from codex_pipeline.sources.records import dedupe_by
 
 
@@ -50,6 +51,9 @@ def _row_key(ref: str | None) -> str:
 
 def check_file(md: MappedDataset, path: Path, first: int = 5) -> CheckReport:
     """Read ``path`` through the mapping; the first ``first`` rows' outcomes and every reject."""
+    c = md.mapping.coordinates
+    if c is not None and (why := check_crs(c.crs, with_proj=True)):
+        raise MappingError(f"mapping {md.path}: key 'coordinates.crs': {why}; fix: an EPSG code such as EPSG:3857")
     parts = kind_parts(md.mapping, md.name)
     report = CheckReport(str(md.path), md.name, md.mapping.kind, str(path))
     raw, read_rejects = parts.reader(path, path.parent)

@@ -146,8 +146,20 @@ def _transformer(crs: str) -> Any:
     return Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
 
 
-def check_crs(crs: str) -> str | None:
-    """None when pyproj knows ``crs``, else why not."""
+_CRS_RE = re.compile(r"^(?:(?:EPSG|ESRI|IGNF|OGC):[A-Za-z0-9_.]+|WGS84)$", re.I)
+
+
+def check_crs(crs: str, with_proj: bool = False) -> str | None:
+    """None when ``crs`` is a CRS code (``EPSG:3857``), else why not.
+
+    Loading a mapping checks the code's form only: importing pyproj would add a tenth of a
+    second to every Dagster process. ``with_proj`` asks PROJ itself (``codex sources check``
+    does; a code PROJ does not know rejects every row of a landing day, naming it).
+    """
+    if not _CRS_RE.match(crs):
+        return f"{crs!r} is not a CRS code"
+    if not with_proj:
+        return None
     from pyproj.exceptions import CRSError
 
     try:
@@ -223,6 +235,8 @@ class RowMapper:
                              "(coordinates)") from None
         if c.crs.upper() in ("EPSG:4326", "WGS84"):
             return fy, fx
+        if why := check_crs(c.crs, with_proj=True):
+            raise RowProblem(f"coordinates.crs: {why} (fix the mapping: an EPSG code such as EPSG:3857)")
         lon, lat = _transformer(c.crs).transform(fx, fy)
         return round(lat, 7), round(lon, 7)
 
