@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -92,6 +93,8 @@ def read_current_corpus(
             return con.sql(sql + where + qualify, params=params).to_arrow_table()
 
         embeddings = vectors("embeddings", "chunk_id, partition_date")
+        if embeddings is not None and f"{dataset}_embeddings_history" in have:
+            embeddings = pa.concat_tables([embeddings, _landed_before(con, dataset, where, params, embeddings.schema)])
         # a chunk's one unit (stored for its prefixed vector) is never scored: its evidence is the chunk
         units = vectors("evidence_units", "chunk_id, partition_date, unit_index",
                         " QUALIFY count(*) OVER (PARTITION BY chunk_id, partition_date) > 1")
@@ -101,6 +104,30 @@ def read_current_corpus(
     finally:
         con.close()
     return CurrentCorpus(chunks, documents, embeddings, units, props, prop_vectors, f"{dataset}_chunks_history" in have)
+
+
+def _landed_before(
+    con: duckdb.DuckDBPyConnection, dataset: str, where: str, params: list[Any], schema: pa.Schema
+) -> pa.Table:
+    """Vectors for current chunks that have none yet, made for the same chunk and text on an earlier landing.
+
+    A document landed again has new chunk rows whose vectors come hours later (its
+    embeddings step), or never if that run dies. Every chunk whose text did not change
+    already has its vector, the one the embeddings step would reuse: its ``input_hash`` is
+    the chunk's ``content_hash``. Without it a reader's rebuild in that gap would drop the
+    whole document from vector search. Keys are checked first, so the usual build, with
+    no chunk missing a vector, never reads the vector column of the history.
+    """
+    current, history = f"{SCHEMA}.{dataset}_embeddings", f"{SCHEMA}.{dataset}_embeddings_history"
+    missing = (f"SELECT c.chunk_id, c.partition_date, c.content_hash FROM {SCHEMA}.{dataset}_chunks c "
+               f"ANTI JOIN (SELECT chunk_id, partition_date FROM {current}{where}) e USING (chunk_id, partition_date)")
+    if not con.sql(f"SELECT count(*) FROM ({missing})", params=params).fetchall()[0][0]:
+        return schema.empty_table()
+    sql = (f"SELECT m.chunk_id, m.partition_date, h.input_hash, h.embedding_model, h.embedding_version, h.vector "
+           f"FROM ({missing}) m JOIN (SELECT * FROM {history}{where}) h "
+           "ON h.chunk_id = m.chunk_id AND h.input_hash = m.content_hash AND h.partition_date < m.partition_date "
+           "QUALIFY row_number() OVER (PARTITION BY m.chunk_id, m.partition_date ORDER BY h.partition_date DESC) = 1")
+    return con.sql(sql, params=params * 2).to_arrow_table().cast(schema)
 
 
 def source_fingerprint(wh: Warehouse, dataset: str) -> dict[str, str]:

@@ -97,3 +97,20 @@ def test_a_retraction_still_drops_the_document_at_once(gap: Warehouse) -> None:
     land(gap, dt.date(2026, 11, 3), {"_deleted.txt": "bridge.txt\n", "other.txt": LIBRARY.replace("library", "museum")})
     materialize(gap, dt.date(2026, 11, 3), only=["raw"])
     assert bridge_days(gap, rebuild=False) == []
+
+
+def test_a_reader_rebuild_in_the_gap_keeps_the_vectors_of_unchanged_chunks(tmp_path) -> None:
+    """The default Retriever rebuilds the index in the gap: the re-landed document is indexed before its
+    embeddings exist. Its unchanged windows keep the vectors they had (same chunk id, same text), so it
+    is still found by vector search; only the changed window waits for its embeddings step."""
+    wh = Warehouse(tmp_path / "data")
+    long_bridge = "\n\n".join(f"Section {n}. " + BRIDGE for n in range(8))  # several 600-token windows
+    land(wh, D1, {"bridge.txt": long_bridge, "library.txt": LIBRARY})
+    materialize(wh, D1)
+    land(wh, D2, {"bridge.txt": long_bridge + ADDENDUM})
+    materialize(wh, D2, only=["raw", "chunks"])
+    retriever = Retriever(wh.root, ["narrative"], embedder=FakeEmbedder())  # rebuilds: inputs changed
+    found = retriever.search(QUERY, k=5, mode="vector")
+    assert {h.partition_date for h in found if h.doc_id.endswith(":bridge.txt")} == {D2}
+    manifest = retriever.index("narrative").manifest
+    assert 0 < manifest.missing_vectors < manifest.chunks  # the changed window only
