@@ -2,8 +2,10 @@
 
 ``chunk_contract`` is yielded by the chunks step (it decides publish or quarantine,
 and gates embeddings). ``current_chunk_ids_unique`` and ``chunk_addresses`` run as
-their own steps after it, on the published file: a warning, not a block. When the
-contract fails the chunks step fails with it, so these two do not run that day.
+their own steps after it, on the published file: a warning, not a block. Documents the
+contract rejects make it a warning too (the day is published without them); when it fails
+as an error (no document passed, or no row to blame) the chunks step fails with it, so these
+two do not run that day.
 Like the contract check they are not partitioned themselves (partitioned checks are a
 preview feature of Dagster): they run in the day's run and read its partition key.
 """
