@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import duckdb
 
 from codex_pipeline.cli.catalog_command import add_catalog_command
-from codex_pipeline.cli.dagster_home import InstanceGuard
+from codex_pipeline.cli.dagster_home import InstanceGuard, check_home
 from codex_pipeline.cli.errors import OneLineParser, explain, one_line
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
@@ -63,6 +63,7 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
         os.environ[DATA_DIR_ENV] = data_dir
     job = defs.resolve_job_def("codex_all")
     home = os.environ.get("DAGSTER_HOME")
+    check_home(home)
     ok = True
     with InstanceGuard(home, days[0]) as guard:  # a full $DAGSTER_HOME: one line, no run left open
         instance = dg.DagsterInstance.get() if home else dg.DagsterInstance.ephemeral()

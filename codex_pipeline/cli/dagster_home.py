@@ -12,6 +12,7 @@ process's unfinished runs failed; when even that cannot be written, the next
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import sqlite3
 from types import TracebackType
@@ -39,6 +40,17 @@ def _free(path: str) -> str:
         return f"{shutil.disk_usage(path).free // 1024:,} KB free"
     except OSError:
         return "free space unknown"
+
+
+def check_home(home: str | None) -> None:
+    """A ``$DAGSTER_HOME`` Dagster will refuse, refused first as one line with the fix."""
+    if not home:  # unset or empty: run_days uses a temporary instance
+        return
+    if not os.path.isabs(home):
+        raise CliError(f"$DAGSTER_HOME={home!r} is not an absolute path: set it to one (or unset it for a temporary instance)")
+    if not os.path.isdir(home):
+        raise CliError(f"$DAGSTER_HOME={home!r} is not a directory: create it (mkdir -p {home}) or unset it "
+                       "for a temporary instance")
 
 
 class InstanceGuard:

@@ -21,6 +21,7 @@ import dagster as dg
 import pytest
 
 from codex_pipeline.defs.run_hygiene import PID_TAG, local_run_tags, sweep_dead_runs
+from codex_pipeline_tests.cli.test_cli_errors_search import assert_one_line
 from codex_pipeline_tests.conftest import SAMPLE_LANDING
 
 DAY = "2026-11-24"
@@ -76,6 +77,18 @@ def test_a_full_dagster_home_is_one_line_and_leaves_no_run_open(tmp_path: Path, 
     if free_kb:  # room for the run's row but not its events: the run was created and could not start
         assert runs["before"] == ["NOT_STARTED"], runs
     assert "NOT_STARTED" not in runs["after"] and "STARTED" not in runs["after"], runs
+
+
+@pytest.mark.parametrize(("home", "fix"), [("relative/home", "not an absolute path"), ("/nonexistent/home", "mkdir -p")])
+def test_a_dagster_home_dagster_would_refuse_is_one_line(
+    home: str, fix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codex_pipeline.cli import main
+
+    monkeypatch.setenv("DAGSTER_HOME", home)
+    monkeypatch.setenv("CODEX_DATA_DIR", str(tmp_path / "data"))  # run_days sets it: restored after the test
+    rc = main(["--data-dir", str(tmp_path / "data"), "materialize", DAY])
+    assert_one_line(rc, capsys.readouterr().err, "codex materialize:", f"$DAGSTER_HOME={home!r}", fix)
 
 
 def test_the_sweep_closes_a_not_started_run_of_a_dead_cli_process() -> None:
