@@ -153,10 +153,6 @@ QUERY_FIX = f"to read or write other files, rerun with {UNSAFE_FILES_FLAG}: see 
 def cmd_query(args: argparse.Namespace) -> int:
     """Run SQL in a session that reads the catalog's views and nothing else (see docs/security.md)."""
     wh = Warehouse(args.data_dir)
-    if not wh.catalog_path.exists() and not (wh.root / "warehouse").is_dir():  # a typo must not create a data dir
-        print(f"codex query: no catalog at {wh.catalog_path}: nothing was materialized in {wh.root} yet "
-              "(check --data-dir / $CODEX_DATA_DIR, or run `codex materialize YYYY-MM-DD`)", file=sys.stderr)
-        return 2
     try:
         con = open_query_session(wh, allow_files=args.unsafe_allow_files)
     except (CatalogBusy, CatalogError) as exc:

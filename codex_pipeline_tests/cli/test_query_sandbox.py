@@ -151,10 +151,3 @@ def test_a_query_run_in_another_process_reads_no_file_outside_the_data_dir(wh: W
     assert done.returncode == 2 and "hunter2" not in done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and UNSAFE_FILES_FLAG in done.stderr
 
-
-def test_a_query_on_a_data_dir_that_does_not_exist_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    typo = tmp_path / "dtaa"
-    assert main(["--data-dir", str(typo), "query", "SELECT 1"]) == 2
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("codex query: no catalog at") and "--data-dir" in line
-    assert not typo.exists()  # the old code built an empty catalog there
