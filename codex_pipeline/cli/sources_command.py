@@ -1,9 +1,10 @@
-"""``codex sources check FILE --mapping M`` and ``codex sources init FILE``: try a mapping before landing.
+"""``codex sources check FILE --mapping M``, ``init FILE`` and ``page M``: try a mapping before landing.
 
 ``check`` reads the export through the mapping exactly as the raw step would (same reader,
 rules and de-duplication) and writes nothing: how the first rows map, how many rows would
 land, and every reject with its row, column and rule. ``init`` drafts a mapping from the
-header and a sample of rows. docs/datasets/mappings.md is the guide.
+header and a sample of rows; ``page`` writes the dataset's documentation page from the mapping.
+docs/datasets/mappings.md is the guide.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from codex_pipeline.cli.errors import CliError
 from codex_pipeline.sources.mapping.check import CheckReport, check_file
 from codex_pipeline.sources.mapping.draft import draft_mapping
 from codex_pipeline.sources.mapping.kinds import load_mapped_dataset
+from codex_pipeline.sources.mapping.page import render_page
 from codex_pipeline.sources.mapping.schema import MappingError
 
 
 def add_sources_command(sub: Any) -> None:
     """Register ``codex sources {check,init}`` on the CLI's subparsers."""
-    p = sub.add_parser("sources", help="try a source mapping on an export before landing it (check, init)",
+    p = sub.add_parser("sources", help="try a source mapping on an export before landing it (check, init, page)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s = p.add_subparsers(dest="sources_command", required=True, metavar="{check,init}")
+    s = p.add_subparsers(dest="sources_command", required=True, metavar="{check,init,page}")
     c = s.add_parser("check", help="how the first rows map, and which rows would be rejected and why")
     c.add_argument("file", type=Path, help="the export (CSV, JSON Lines or a JSON array)")
     c.add_argument("--mapping", "-m", type=Path, required=True, help="the mapping file (YAML)")
@@ -40,6 +42,9 @@ def add_sources_command(sub: Any) -> None:
     i.add_argument("--kind", choices=["record", "permit"], default="record",
                    help="record (default: every column a field) or permit (columns matched to permit fields by name)")
     i.set_defaults(func=cmd_init)
+    g = s.add_parser("page", help="the dataset's documentation page, written from its mapping (Markdown on stdout)")
+    g.add_argument("mapping", type=Path, help="the mapping file (YAML)")
+    g.set_defaults(func=cmd_page)
 
 
 def _file(path: Path) -> Path:
@@ -85,4 +90,16 @@ def cmd_init(args: argparse.Namespace) -> int:
     for p in problems:
         print(f"codex sources init: {p.source_file} {p.record_ref or ''}: {p.reason}".replace("  ", " "), file=sys.stderr)
     sys.stdout.write(text)
+    return 0
+
+
+def cmd_page(args: argparse.Namespace) -> int:
+    from codex_pipeline.datasets.registry import mapped_spec  # the versions the code location gives the dataset
+
+    try:
+        md = load_mapped_dataset(args.mapping)
+    except MappingError as exc:
+        raise CliError(str(exc)) from None
+    spec = mapped_spec(md)
+    sys.stdout.write(render_page(md.mapping, md.path, spec.chunker_revision, spec.source_version))
     return 0

@@ -100,3 +100,21 @@ def test_check_asks_proj_about_the_crs(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["sources", "check", str(SQUAMISH), "--mapping", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"codex sources: mapping {bad}: key 'coordinates.crs': ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["seattle_preapplications", "squamish_permits"])
+def test_page_writes_a_dataset_page_whose_header_matches_the_registry(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from codex_pipeline.datasets.registry import get_dataset
+    from codex_pipeline.sources.mapping.schema import load_mapping
+    from codex_pipeline_tests.datasets.test_dataset_docs import header, version
+
+    path = MAPPINGS_DIR / f"{name}.yaml"
+    assert main(["sources", "page", str(path)]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith(f"# `{name}`\n")
+    rows = header(page)
+    spec = get_dataset(name)
+    assert (version(rows["chunker_revision"]), version(rows["source_version"])) == (spec.chunker_revision, spec.source_version)
+    table = page.split("## Columns", 1)[1]
+    assert all(f"`{c.replace('|', chr(92) + '|')}`" in table for c in load_mapping(path).columns())
+    assert all(line.count("|") - line.count("\\|") == 4 for line in table.splitlines() if line.startswith("| "))
