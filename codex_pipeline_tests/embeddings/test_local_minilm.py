@@ -146,7 +146,10 @@ def test_vectors_are_384d_normalized_and_match_a_bare_encode(sentence_transforme
 def test_vectors_do_not_depend_on_batch_companions(local_embedder: LocalMiniLMEmbedder) -> None:
     alone = local_embedder.embed([SHORT_TEXTS[0]]).vectors[0]
     mixed = local_embedder.embed([LONG_TEXT, *SHORT_TEXTS]).vectors[1]
-    np.testing.assert_allclose(alone, mixed, atol=1e-5)
+    np.testing.assert_allclose(alone, mixed, atol=1e-3)  # bf16: the batch's padded width moves rounding (<5e-4)
+    fp32 = LocalMiniLMEmbedder(options=LocalModelOptions(precision="fp32"))
+    np.testing.assert_allclose(fp32.embed([SHORT_TEXTS[0]]).vectors[0], fp32.embed([LONG_TEXT, *SHORT_TEXTS]).vectors[1],
+                               atol=1e-6)
 
 
 def test_long_input_is_not_truncated(local_embedder: LocalMiniLMEmbedder) -> None:

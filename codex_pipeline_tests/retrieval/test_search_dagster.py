@@ -26,6 +26,10 @@ from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.retrieval import Filters, Retriever, index_root, read_manifest
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 
+#: How far one vector component may move when the same text is embedded in another batch: in bf16
+#: (CPUs with bf16 units) the padded width of the batch changes rounding, up to ~5e-4 (fp32: 1e-7).
+BF16_BATCH_TOLERANCE = 1e-3
+
 D1, D2, D3 = (dt.date(2026, 11, d) for d in (1, 2, 3))
 NARRATIVE = get_dataset("narrative")
 NS = "urn:aprs:narrative:"
@@ -246,9 +250,11 @@ def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_
                             or [json.loads(c["evidence_anchor"])["char_span"]], c["metadata"]).texts
         mean = sum(len(texts[r["unit_index"]]) * np.asarray(r["vector"], np.float64) for r in rows)
         assert np.allclose(np.asarray(emb_rows[cid]["vector"]), mean / np.linalg.norm(mean), atol=1e-6)
-        assert np.allclose(model.embed(texts).vectors, np.asarray([r["vector"] for r in rows]), atol=1e-5)
+        # within BF16_BATCH_TOLERANCE: in bf16 a text's vector moves with its batch's padded width
+        assert np.allclose(model.embed(texts).vectors, np.asarray([r["vector"] for r in rows]), atol=BF16_BATCH_TOLERANCE)
     single = next(cid for cid in chunks if cid not in by_chunk)
-    assert np.allclose(model.embed([chunks[single]["chunk_text"]]).vectors[0], emb_rows[single]["vector"], atol=1e-5)
+    assert np.allclose(model.embed([chunks[single]["chunk_text"]]).vectors[0], emb_rows[single]["vector"],
+                       atol=BF16_BATCH_TOLERANCE)
 
     counting = CountingEmbedder()
     retriever = Retriever(wh.root, ["narrative"], embedder=counting)
@@ -291,7 +297,7 @@ def test_a_chunk_of_one_unit_is_embedded_with_its_context_prefix(wh: Warehouse) 
     assert np.allclose(np.asarray(emb[hours["chunk_id"]]["vector"]), vec / np.linalg.norm(vec), atol=1e-6)
     assert emb[hours["chunk_id"]]["input_hash"] == hours["content_hash"]  # the views still find it by its text
     model = CountingEmbedder()
-    assert np.allclose(model.embed([text]).vectors[0], vec, atol=1e-5)
+    assert np.allclose(model.embed([text]).vectors[0], vec, atol=BF16_BATCH_TOLERANCE)
     assert not np.allclose(model.embed([hours["chunk_text"]]).vectors[0], vec, atol=1e-3)  # not the bare text
     owners = [r["chunk_id"] for r in store.read("docs", "evidence_units", D1).to_pylist()]
     manifest = read_manifest(index_root(wh, "docs"))  # the search index keeps only units that can be cited
