@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+import codex_pipeline.defs.environment  # noqa: F401  (registers $CODEX_MAPPINGS_DIR datasets before the factories iterate the registry)
 from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
 from codex_pipeline.defs.checks import build_chunk_checks, chunks_key, contract_check_spec
 from codex_pipeline.defs.metadata import (
