@@ -47,6 +47,7 @@ from codex_pipeline.embeddings.runtimes import (
     TorchRuntime,
     chosen_runtime,
     cpu_bf16_units,
+    default_device,
 )
 
 __all__ = ["DIMENSIONS", "MAX_CONTENT_WORDPIECES", "MODEL_ID", "OFFICIAL_WEIGHTS_SHA256", "LocalMiniLMEmbedder",
@@ -143,7 +144,7 @@ class LocalMiniLMEmbedder:
         batch_size: int = 32,
         window_overlap: int = DEFAULT_OVERLAP,
         block_size: int = 4096,
-        device: str = "cpu",
+        device: str = "auto",
         options: LocalModelOptions | None = None,
         cache_dir: str | Path | None = None,
     ) -> None:
@@ -156,7 +157,7 @@ class LocalMiniLMEmbedder:
         self.batch_size = batch_size
         self.window_overlap = window_overlap
         self.block_size = block_size
-        self.device = device
+        self.device = default_device() if device == "auto" else device
         self.options = options or LocalModelOptions()
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.weights_sha256 = verify_weights(self.model_dir, self.expected_sha256)  # fail fast

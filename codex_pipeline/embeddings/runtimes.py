@@ -204,6 +204,13 @@ class TorchRuntime:
                 "threads": self.threads, "device": self.device}
 
 
+def default_device(nvidia_driver: Path = Path("/proc/driver/nvidia/version")) -> str:
+    """``cuda`` where an NVIDIA driver is loaded and torch is installed (the ``[torch]`` extra), else ``cpu``.
+
+    Decided without importing torch (seconds), so a CPU-only search process starts fast."""
+    return "cuda" if nvidia_driver.exists() and _has("torch") else "cpu"
+
+
 def _has(module: str) -> bool:
     import importlib.util
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,17 @@ def test_bf16_units_are_read_from_cpuinfo(tmp_path: Path, flags: str, units: tup
     cpuinfo.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: {flags}\n")
     assert cpu_bf16_units(cpuinfo) == units
     assert cpu_bf16_units(tmp_path / "absent") == ()
+
+
+def test_a_gpu_is_used_only_with_its_driver_and_torch(tmp_path: Path) -> None:
+    from codex_pipeline.embeddings.runtimes import default_device
+
+    assert default_device(tmp_path / "no-driver") == "cpu"
+    driver = tmp_path / "version"
+    driver.write_text("NVRM version: 550\n")
+    has_torch = importlib.util.find_spec("torch") is not None
+    assert default_device(driver) == ("cuda" if has_torch else "cpu")
+    assert chosen_runtime(LocalModelOptions(), "cuda") == ("torch" if has_torch else "openvino")
 
 
 def test_auto_runtime_is_openvino_on_a_cpu() -> None:
