@@ -32,8 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": {"core", "sources", "chunkers", "warehouse", "redirects", "embeddings", "propositions", "retrieval",
                  "datasets", "explore", "pipeline"},
     "evaluation": {"core", "sources", "warehouse", "embeddings", "retrieval", "datasets", "evaluation"},
+    "serve": {"core", "warehouse", "retrieval", "explore", "serve"},
     "cli": {"core", "transport", "sources", "chunkers", "warehouse", "redirects", "embeddings", "datasets", "explore",
-            "retrieval", "evaluation", "propositions", "pipeline", "cli", "defs"},
+            "retrieval", "evaluation", "propositions", "pipeline", "serve", "cli", "defs"},
     "defs": {"core", "transport", "sources", "chunkers", "warehouse", "redirects", "embeddings", "propositions",
              "datasets", "explore", "retrieval", "pipeline", "defs"},
 }

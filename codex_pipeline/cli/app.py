@@ -16,6 +16,7 @@ from codex_pipeline.cli.errors import OneLineParser, explain, one_line
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
 from codex_pipeline.cli.search_command import add_search_command
+from codex_pipeline.cli.serve_command import add_serve_command
 from codex_pipeline.cli.sources_command import add_sources_command
 from codex_pipeline.cli.validate_command import add_validate_command
 from codex_pipeline.datasets.days import DayError, check_days, partitions_start
@@ -191,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=cmd_query)
     add_catalog_command(sub)
     add_search_command(sub)
+    add_serve_command(sub)
     add_inspect_commands(sub)
     add_eval_command(sub)
     add_validate_command(sub)

@@ -1,0 +1,66 @@
+"""``codex serve``: the HTTP search API and the evidence viewer (needs the ``[serve]`` extra).
+
+Binds to 127.0.0.1 unless told otherwise: put a reverse proxy (TLS, access control) in front
+before exposing it (docs/serve.md). The API key, when wanted, is read from the environment
+variable ``--api-key-env`` names (default ``CODEX_SERVE_API_KEY``), never from the command line,
+where other users of the machine could read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from codex_pipeline.cli.arg_types import positive_int
+from codex_pipeline.cli.errors import CliError
+from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
+
+API_KEY_ENV = "CODEX_SERVE_API_KEY"
+
+
+def add_serve_command(sub: Any) -> None:
+    """Register ``codex serve`` on the CLI's subparsers."""
+    s = sub.add_parser("serve", help="serve the search API (OpenAPI at /docs) and the evidence viewer (/view) over HTTP",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=positive_int, default=8080, help="port (default 8080)")
+    s.add_argument("--api-key-env", default=API_KEY_ENV, metavar="VAR",
+                   help=f"environment variable holding the API key clients must send as X-API-Key (default {API_KEY_ENV}; unset or empty: no key)")
+    s.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a browser origin allowed to call the API (repeatable; default none)")
+    s.add_argument("--max-k", type=positive_int, default=100, help="most hits one search may ask for (default 100)")
+    s.add_argument("--max-query-chars", type=positive_int, default=1000, help="longest query accepted (default 1000)")
+    s.add_argument("--max-body-bytes", type=positive_int, default=64 * 1024, help="largest request body (default 65536)")
+    s.add_argument("--refresh-seconds", type=float, default=5.0,
+                   help="how often to look for new index versions (default 5; 0: on each query only)")
+    s.add_argument("--rebuild", action="store_true",
+                   help="rebuild stale indexes in a background thread (default: the pipeline builds them, the server follows)")
+    s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
+    s.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from codex_pipeline.serve.app import create_app
+        from codex_pipeline.serve.config import ServeConfig
+    except ImportError as exc:
+        raise CliError(f"codex serve needs FastAPI and uvicorn ({exc}): pip install 'codex-pipeline[serve]'") from None
+    from codex_pipeline.warehouse.storage import Warehouse
+
+    key = (os.environ.get(args.api_key_env) or "").strip() or None
+    kind = configured_embedder(args.embedder)
+    config = ServeConfig(
+        data_dir=Path(Warehouse(args.data_dir).root), api_key=key, cors_origins=tuple(args.cors_origin),
+        max_query_chars=args.max_query_chars, max_k=args.max_k, max_body_bytes=args.max_body_bytes,
+        refresh_interval_s=args.refresh_seconds, rebuild=args.rebuild, embedder=query_embedder(kind), embedder_kind=kind,
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1") and key is None:
+        print(f"codex serve: binding {args.host} without an API key (set ${args.api_key_env}); "
+              "anyone who reaches the port can search")
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="info", proxy_headers=True,
+                server_header=False)
+    return 0

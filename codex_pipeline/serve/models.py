@@ -1,0 +1,165 @@
+"""The API's request and response bodies: typed pydantic models, from which FastAPI writes the OpenAPI description
+and by which it refuses a malformed request with a 422 naming the field."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from codex_pipeline.serve.config import MAX_K, MAX_QUERY_CHARS
+
+Span = tuple[int, int]
+
+
+class SearchRequest(BaseModel):
+    """``POST /search``. Limits (``query`` length, ``k``) are the server's; these are the defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query text")
+    k: int = Field(10, ge=1, le=MAX_K, description="hits to return")
+    mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
+    units: Literal["chunks", "propositions"] = "chunks"
+    datasets: list[str] = Field(default_factory=list, max_length=64, description="datasets to search (default: all)")
+    chunk_types: list[str] = Field(default_factory=list, max_length=64)
+    date_from: dt.date | None = Field(None, description="current version landed on or after (inclusive)")
+    date_to: dt.date | None = Field(None, description="current version landed on or before (inclusive)")
+    metadata: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, max_length=32, description="equality on keys of the chunk's metadata")
+
+
+class ContextOut(BaseModel):
+    before: str
+    after: str
+    parent_chunk_id: str | None
+    bounds: Span
+    tokens: int
+
+
+class ChunkHitOut(BaseModel):
+    dataset: str
+    doc_id: str
+    chunk_id: str
+    chunk_type: str
+    section_id: str
+    parent_chunk_id: str | None
+    score: float
+    ranks: dict[str, int]
+    locator: str
+    page: int | None
+    partition_date: dt.date
+    spans: list[Span] = Field(description="the chunk's character ranges in its document's canonical text")
+    evidence: list[Span] = Field(description="the ranges that answer the query (canonical_text[start:end])")
+    evidence_text: list[str]
+    text: str
+    context: ContextOut
+    metadata: dict[str, Any]
+    viewer_url: str
+
+
+class PropositionHitOut(BaseModel):
+    dataset: str
+    proposition_id: str
+    text: str
+    score: float
+    ranks: dict[str, int]
+    doc_id: str
+    partition_date: dt.date
+    spans: list[Span]
+    alignment_score: float | None
+    evidence_text: list[str]
+    parent_chunk_id: str
+    parent_chunk_type: str
+    parent_text: str
+    extractor: str
+    viewer_url: str
+
+
+class SearchResponse(BaseModel):
+    units: Literal["chunks", "propositions"]
+    hits: list[ChunkHitOut] | list[PropositionHitOut]
+    warnings: list[str] = Field(description="how the hits were found: e.g. a stale index answered")
+    skipped: list[str] = Field(description="datasets not searched (no usable index)")
+    datasets: list[str]
+    took_ms: float
+
+
+class RedirectOut(BaseModel):
+    old_chunk_id: str
+    new_chunk_id: str
+    match: str
+    partition_date: dt.date
+    chunking_version: str
+
+
+class ChunkOut(BaseModel):
+    dataset: str
+    doc_id: str
+    chunk_id: str
+    section_id: str
+    chunk_type: str
+    seq_index: int
+    parent_chunk_id: str | None
+    partition_date: dt.date | None
+    locator: str | None
+    page: int | None
+    spans: list[Span]
+    text: str
+    token_count: int
+    metadata: dict[str, Any]
+    viewer_url: str
+
+
+class ChunkResponse(BaseModel):
+    requested_id: str
+    redirected: bool = Field(description="true when the requested id vanished and the redirect table was followed")
+    redirects: list[RedirectOut]
+    chunk: ChunkOut
+
+
+class ChunkListResponse(BaseModel):
+    requested_id: str
+    redirected: bool
+    of: str = Field(description="the chunk these are the relatives of")
+    chunks: list[ChunkOut]
+
+
+class NeighboursResponse(BaseModel):
+    requested_id: str
+    redirected: bool
+    of: str
+    before: list[ChunkOut]
+    after: list[ChunkOut]
+
+
+class DocumentResponse(BaseModel):
+    dataset: str
+    doc_id: str
+    title: str | None
+    partition_date: dt.date = Field(description="the version shown: the current one, or the last before a retraction")
+    landed_on: list[dt.date] = Field(description="every day a version of the document landed")
+    deleted: bool
+    deleted_on: dt.date | None
+    deleted_by: str | None
+    canonical_text: str
+    chunks: list[ChunkOut]
+    viewer_url: str
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Ready(BaseModel):
+    ready: bool
+    datasets: list[str]
+    skipped: dict[str, str]
+    catalog: str
+    warnings: list[str]
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(description="one line: what was wrong and how to fix it")
+    status: int
