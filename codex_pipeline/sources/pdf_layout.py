@@ -1,0 +1,215 @@
+"""A PDF's lines become one canonical text with page offsets and labelled blocks.
+
+The canonical text is every page's lines joined by ``\\n``, pages separated by one blank
+line; page ``k`` is ``text[start:end]`` of its ``page`` block (key ``k``), so a chunk's
+page is where its first character falls. What the chunker needs is stored as blocks:
+
+- ``running``: a line repeated at the top or bottom of most pages once its digits are
+  ignored (``Page 3 of 11``, ``City Council Regular Meeting Agenda April 9, 2026``) or a
+  bare page number there; chunks are cut around them, never keep them.
+- ``heading`` (key = level): from the outline (bookmarks) when its titles are found on
+  their pages, else from font size (lines clearly bigger than the body text); none when
+  neither is reliable, and the locator's section becomes the seed's ``pNNN``.
+- ``item`` (numbered agenda items, lettered sub-items, bullets), ``table`` (runs of
+  lines mostly made of numbers) and ``para`` (lines separated by a vertical gap):
+  the units a chunk is packed from; ``meta`` holds the page and the block's box.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from codex_pipeline.core.documents import Block
+from codex_pipeline.sources.pdf_text import Line, OutlineItem, PdfPage
+
+EDGE_LINES = 3  # lines at the top and bottom of a page that may be running headers or footers
+EDGE_BAND = 0.15  # ... and only within this fraction of the page height from its edge
+_DIGITS = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+_PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.I)
+_ITEM = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*[.)]|[A-Za-z][.)]|\(\w{1,4}\)|[ivxIVX]{1,5}\.|[•▪◦‣●■□➢\-–*])\s")
+_NUMBER = re.compile(r"^[-–(]?[$€£]?[\d.,]+%?[)]?$")
+HEADING_RATIO = 1.15  # a heading's font is at least this much bigger than the body's
+MAX_HEADING_CHARS = 120
+
+
+@dataclass
+class PdfLayout:
+    text: str
+    blocks: list[Block]
+    headings: str  # "outline" | "font" | "none"
+    running: list[str] = field(default_factory=list)  # the distinct running lines, as first seen
+
+
+def _key(line: str) -> str:
+    return _SPACE.sub(" ", _DIGITS.sub("#", line.lower())).strip()
+
+
+def _near_edge(line: Line, page: PdfPage) -> bool:
+    band = page.height * EDGE_BAND
+    return line.y0 >= page.height - band or line.y1 <= band
+
+
+def running_lines(pages: Sequence[PdfPage]) -> list[set[int]]:
+    """Per page, the indices of its running header/footer lines."""
+    texted = [p for p in pages if p.lines]
+    edges: list[list[int]] = []
+    seen: Counter[str] = Counter()
+    for p in pages:
+        n = len(p.lines)
+        idx = sorted({*range(min(EDGE_LINES, n)), *range(max(0, n - EDGE_LINES), n)})
+        idx = [i for i in idx if _near_edge(p.lines[i], p)]
+        edges.append(idx)
+        seen.update({_key(p.lines[i].text) for i in idx})
+    need = max(2, (len(texted) + 1) // 2)
+    out = []
+    for p, idx in zip(pages, edges):
+        out.append({i for i in idx if seen[_key(p.lines[i].text)] >= need and len(texted) >= 2
+                    or _PAGE_NUMBER.match(p.lines[i].text)})
+    return out
+
+
+def _norm(s: str) -> str:
+    return _SPACE.sub(" ", s).strip().lower()
+
+
+def outline_headings(pages: Sequence[PdfPage], outline: Sequence[OutlineItem], skip: list[set[int]]) -> dict[tuple[int, int], int]:
+    """(page index, line index) -> level of each bookmark title found on its page."""
+    found: dict[tuple[int, int], int] = {}
+    for item in outline:
+        if not 1 <= item.page <= len(pages):
+            continue
+        title = _norm(item.title)
+        page = pages[item.page - 1]
+        for i, line in enumerate(page.lines):
+            t = _norm(line.text)
+            if i in skip[item.page - 1] or len(t) < 3 or (item.page - 1, i) in found:
+                continue
+            if t == title or title.startswith(t) and len(t) >= 0.5 * len(title) or t.startswith(title):
+                found[(item.page - 1, i)] = min(item.level, 6)
+                break
+    return found
+
+
+def font_headings(pages: Sequence[PdfPage], skip: list[set[int]]) -> dict[tuple[int, int], int]:
+    """Lines clearly bigger than the body text, levelled by size (largest = 1, at most 3 levels)."""
+    weights: Counter[float] = Counter()
+    for p in pages:
+        for line in p.lines:
+            weights[line.size] += len(line.text)
+    if not weights:
+        return {}
+    body = weights.most_common(1)[0][0]
+    cands = {(k, i): line.size for k, p in enumerate(pages) for i, line in enumerate(p.lines)
+             if i not in skip[k] and line.size >= body * HEADING_RATIO and len(line.text) <= MAX_HEADING_CHARS
+             and any(c.isalpha() for c in line.text)}
+    total = sum(len(p.lines) for p in pages)
+    if not cands or len(cands) > max(3, 0.2 * total):  # nothing stands out, or everything does: unreliable
+        return {}
+    sizes = sorted(set(cands.values()), reverse=True)
+    return {pos: min(sizes.index(size) + 1, 3) for pos, size in cands.items()}
+
+
+def _kind(line: Line) -> str:
+    if _ITEM.match(line.text):
+        return "item"
+    tokens = line.text.split()
+    numeric = sum(1 for t in tokens if _NUMBER.match(t))
+    return "row" if numeric >= 2 and numeric * 2 >= len(tokens) else "text"
+
+
+def layout(pages: Sequence[PdfPage], outline: Sequence[OutlineItem]) -> PdfLayout:
+    """Canonical text and blocks of a document's pages (see the module docstring)."""
+    skip = running_lines(pages)
+    heads = outline_headings(pages, outline, skip)
+    source = "outline"
+    if len(heads) < max(1, len(outline) // 2):
+        heads, source = font_headings(pages, skip), "font"
+    if not heads:
+        source = "none"
+    parts: list[str] = []
+    blocks: list[Block] = []
+    running: dict[str, None] = {}
+    pos = 0
+    for k, page in enumerate(pages):
+        if k:
+            parts.append("\n")
+            pos += 1
+        start = pos
+        builder = _PageBlocks(page.number, pages[k].height)
+        for i, line in enumerate(page.lines):
+            if i in skip[k]:
+                blocks.append(Block("running", pos, pos + len(line.text), meta={"page": page.number}))
+                running.setdefault(line.text)
+                builder.flush(blocks)
+            else:
+                builder.add(line, pos, heads.get((k, i)), blocks)
+            parts.append(line.text + "\n")
+            pos += len(line.text) + 1
+        builder.flush(blocks)
+        blocks.append(Block("page", start, pos, str(page.number), {"width": page.width, "height": page.height}))
+    blocks.sort(key=lambda b: (b.start, b.kind != "page"))
+    return PdfLayout("".join(parts), blocks, source, list(running))
+
+
+class _PageBlocks:
+    """Groups a page's consecutive lines into heading / item / table / para blocks."""
+
+    def __init__(self, page: int, height: float) -> None:
+        self.page = page
+        self.kind = ""
+        self.lines: list[tuple[Line, int]] = []
+        self.level = 0
+
+    def add(self, line: Line, pos: int, level: int | None, blocks: list[Block]) -> None:
+        if level is not None:
+            if not (self.kind == "heading" and self.level == level and self._close(line)):
+                self.flush(blocks)
+            self.kind, self.level = "heading", level
+            self.lines.append((line, pos))
+            return
+        kind = _kind(line)
+        prev = self.lines[-1][0] if self.lines else None
+        cont = prev is not None and self.kind != "heading" and self._close(line)
+        if kind == "row":
+            if not (cont and self.kind == "table"):
+                self.flush(blocks)
+                self.kind = "table"
+        elif kind == "item":
+            self.flush(blocks)
+            self.kind = "item"
+        elif not cont or self.kind == "table":
+            self.flush(blocks)
+            self.kind = "para"
+        self.lines.append((line, pos))
+
+    def _close(self, line: Line) -> bool:
+        """Whether ``line`` follows the previous one without a paragraph gap (and not in a new column)."""
+        prev = self.lines[-1][0]
+        height = max(prev.y1 - prev.y0, line.y1 - line.y0, prev.size, 1.0)
+        gap = prev.y0 - line.y1
+        return -0.5 * height <= gap <= 0.9 * height
+
+    def flush(self, blocks: list[Block]) -> None:
+        if not self.lines:
+            return
+        kind = self.kind
+        if kind == "table" and len(self.lines) < 2:
+            kind = "para"
+        first, start = self.lines[0]
+        last, lpos = self.lines[-1]
+        end = lpos + len(last.text)
+        box = [min(ln.x0 for ln, _ in self.lines), min(ln.y0 for ln, _ in self.lines),
+               max(ln.x1 for ln, _ in self.lines), max(ln.y1 for ln, _ in self.lines)]
+        meta: dict[str, Any] = {"page": self.page, "bbox": box}
+        key = ""
+        if kind == "heading":
+            key = str(self.level)
+            meta["title"] = " ".join(ln.text for ln, _ in self.lines)
+        blocks.append(Block(kind, start, end, key, meta))
+        self.lines = []
+        self.kind = ""

@@ -1,0 +1,167 @@
+"""The PDF reader: page offsets, running lines, headings, blocks, and hostile files as named rejects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.documents import iter_documents_day, pdf_document
+from codex_pipeline.sources.pdf_text import PdfLimits
+from codex_pipeline_tests.sources.pdf_maker import make_pdf, text_page
+
+LIMITS = PdfLimits()
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "pdf"
+
+BODY = [
+    "The council met to consider the annual budget for the parks department.",
+    "Members discussed the maintenance of trails and the new playground.",
+    "A motion to approve the plan carried unanimously after public comment.",
+]
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _read(tmp_path: Path, data: bytes, limits: PdfLimits = LIMITS):
+    rejects: list[Reject] = []
+    doc = pdf_document(_write(tmp_path, "f.pdf", data), "f.pdf", rejects, limits)
+    return doc, rejects
+
+
+def three_pages() -> bytes:
+    return make_pdf([text_page([f"Page {WORDS[n]} says: {line}" for line in BODY], header="Acme Parks Report 2024",
+                               footer=f"Page {n} of 3") for n in (1, 2, 3)])
+
+
+WORDS = {1: "one", 2: "two", 3: "three"}
+
+
+def test_page_offsets_are_exact_and_running_lines_are_found(tmp_path: Path) -> None:
+    doc, rejects = _read(tmp_path, three_pages())
+    assert rejects == [] and doc is not None
+    pages = [b for b in doc.blocks if b.kind == "page"]
+    assert [b.key for b in pages] == ["1", "2", "3"]
+    for b in pages:
+        page_text = doc.text[b.start : b.end]
+        assert f"Page {WORDS[int(b.key)]} says" in page_text
+        assert all(f"Page {WORDS[n]} says" not in page_text for n in (1, 2, 3) if str(n) != b.key)
+    running = [doc.text[b.start : b.end] for b in doc.blocks if b.kind == "running"]
+    assert sorted(running) == sorted(["Acme Parks Report 2024"] * 3 + ["Page 1 of 3", "Page 2 of 3", "Page 3 of 3"])
+    assert doc.payload["pages"] == 3 and doc.payload["headings"] == "none"
+
+
+def test_font_size_headings_and_items(tmp_path: Path) -> None:
+    lines = [(72, 720, 20, "Parks Budget"), *text_page(BODY, top=690),
+             (72, 600, 11, "1. CALL TO ORDER"), (72, 585, 11, "2. APPROVAL OF MINUTES"),
+             (72, 570, 11, "a. Minutes of March 3, 2024")]
+    doc, _ = _read(tmp_path, make_pdf([lines]))
+    assert doc is not None
+    heads = [b for b in doc.blocks if b.kind == "heading"]
+    assert [(b.key, b.meta["title"]) for b in heads] == [("1", "Parks Budget")]
+    items = [doc.text[b.start : b.end] for b in doc.blocks if b.kind == "item"]
+    assert items == ["1. CALL TO ORDER", "2. APPROVAL OF MINUTES", "a. Minutes of March 3, 2024"]
+    assert doc.payload["headings"] == "font" and doc.title == "Parks Budget"
+
+
+def test_numeric_rows_are_one_table_block(tmp_path: Path) -> None:
+    rows = ["Fund 2023 2024 2025", "Parks 1,200 1,350 1,400", "Trails 300 320 $410", "Total 1,500 1,670 1,810"]
+    doc, _ = _read(tmp_path, make_pdf([text_page(["Budget by fund follows.", *rows])]))
+    assert doc is not None
+    tables = [doc.text[b.start : b.end] for b in doc.blocks if b.kind == "table"]
+    assert tables == ["\n".join(rows)]  # the year row is numeric too: the table opens with it
+
+
+def test_embedded_files_and_javascript_are_ignored_and_the_text_read(tmp_path: Path) -> None:
+    attachment = b"<< /Type /EmbeddedFile /Length 5 >>\nstream\nhello\nendstream"
+    spec = b"<< /Type /Filespec /F (a.txt) /EF << /F 5 0 R >> >>"
+    js = b"<< /S /JavaScript /JS (app.alert\\('x'\\);) >>"
+    names = "/Names << /EmbeddedFiles << /Names [(a.txt) 6 0 R] >> /JavaScript << /Names [(x) 7 0 R] >> >>"
+    pdf = make_pdf([text_page(BODY)], catalog_extra=names, extra_objects=[attachment, spec, js])
+    doc, rejects = _read(tmp_path, pdf)
+    assert rejects == [] and doc is not None
+    assert BODY[0] in doc.text and "hello" not in doc.text and "alert" not in doc.text
+    assert doc.payload["attachments"] == 1 and doc.payload["javascript"] == 1
+
+
+def _one_reason(tmp_path: Path, data: bytes, limits: PdfLimits = LIMITS) -> str:
+    doc, rejects = _read(tmp_path, data, limits)
+    assert doc is None and len(rejects) >= 1 and all(r.source_file == "f.pdf" for r in rejects)
+    return rejects[-1].reason
+
+
+def test_encrypted_pdf_is_a_named_reject(tmp_path: Path) -> None:
+    enc = b"<< /Filter /Standard /V 1 /R 2 /O <" + b"11" * 32 + b"> /U <" + b"22" * 32 + b"> /P -4 >>"
+    pdf = make_pdf([text_page(BODY)], extra_objects=[enc], trailer_extra="/Encrypt 5 0 R /ID [<00112233> <00112233>]")
+    assert "encrypted PDF" in _one_reason(tmp_path, pdf)
+
+
+def test_corrupt_and_zero_page_pdfs_are_named_rejects(tmp_path: Path) -> None:
+    assert "corrupt or truncated PDF" in _one_reason(tmp_path, b"%PDF-1.7\n" + bytes(range(256)) * 4)
+    zero = _one_reason(tmp_path, make_pdf([]))  # pdfium itself refuses an empty page tree
+    assert zero in ("PDF has zero pages", "corrupt or truncated PDF: pdfium cannot open it (Data format error)")
+
+
+def test_truncated_pdf_never_raises(tmp_path: Path) -> None:
+    data = three_pages()
+    for cut in (len(data) // 3, len(data) // 2, len(data) - 40):
+        doc, rejects = _read(tmp_path, data[:cut])
+        assert doc is not None or rejects, f"cut at {cut}: neither a document nor a reject"
+        if doc is not None:  # pdfium rebuilt what it could: offsets still exact per page
+            for b in doc.blocks:
+                assert 0 <= b.start <= b.end <= len(doc.text)
+
+
+def test_page_count_over_the_cap_is_a_named_reject(tmp_path: Path) -> None:
+    pdf = make_pdf([text_page(BODY)] * 2001, shared_content=True)
+    assert _one_reason(tmp_path, pdf) == "PDF has 2001 pages, over the 2000-page limit; split it or raise max_pages"
+    assert "PDF has 3 pages, over the 2-page limit" in _one_reason(tmp_path, three_pages(), PdfLimits(max_pages=2))
+
+
+def test_a_page_over_the_character_limit_is_rejected_and_the_others_kept(tmp_path: Path) -> None:
+    huge = [(10, 400 + k, 1, "x" * 20_001) for k in range(5)]  # pdfium keeps 32,767 characters of a string
+    doc, rejects = _read(tmp_path, make_pdf([text_page(BODY), huge]))
+    assert doc is not None and BODY[0] in doc.text and "xxxx" not in doc.text
+    assert [r.record_ref for r in rejects] == ["page 2"]
+    assert rejects[0].reason.endswith("characters, over the 100000-character page limit")
+
+
+def test_scanned_pages_are_named_rejects_never_empty_documents(tmp_path: Path) -> None:
+    doc, rejects = _read(tmp_path, make_pdf([text_page(BODY), "image"]))
+    assert doc is not None and doc.payload["unread_pages"] == [2]
+    assert [(r.record_ref, r.reason) for r in rejects] == [
+        ("page 2", "page 2 has no text layer (a scanned image); OCR is not available")]
+    assert "no page of the 2 has a text layer" in _one_reason(tmp_path, make_pdf(["image", "image"]))
+
+
+def test_a_day_with_hostile_files_still_yields_the_good_ones(tmp_path: Path) -> None:
+    _write(tmp_path, "good.pdf", three_pages())
+    _write(tmp_path, "bad.pdf", b"%PDF-1.4 garbage")
+    _write(tmp_path, "scan.pdf", make_pdf(["image"]))
+    rejects: list[Reject] = []
+    docs = list(iter_documents_day(tmp_path, rejects))
+    assert [d.record_id for d in docs] == ["good.pdf"]
+    assert sorted(r.source_file for r in rejects) == ["bad.pdf", "scan.pdf"]
+    json.dumps(docs[0].payload)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpora not present")
+def test_real_agenda_outline_and_partly_scanned_ordinance() -> None:
+    rejects: list[Reject] = []
+    agenda = pdf_document(CORPUS / "huntsville-al/2026-04-09-city-council-meeting_agenda.pdf", "a.pdf", rejects)
+    assert agenda is not None and agenda.payload["pages"] == 11
+    running = {agenda.text[b.start : b.end] for b in agenda.blocks if b.kind == "running"}
+    assert {"Page 1 of 11", "Page 11 of 11", "City Council Regular Meeting Agenda April 9, 2026"} <= running
+    assert any(agenda.text[b.start : b.end] == "9. PUBLIC HEARINGS TO BE HELD" for b in agenda.blocks if b.kind == "item")
+    dob = pdf_document(CORPUS / "nyc-council-finance/12_810-DOB.pdf", "d.pdf", rejects)
+    assert dob is not None and dob.payload["headings"] == "outline"
+    titles = [b.meta["title"] for b in dob.blocks if b.kind == "heading"]
+    assert "Department of Buildings (DOB) Overview" in titles
+    tree = pdf_document(CORPUS / "rivergrove-or/2018-Ord-89-2018-Tree-Cutting-Amendment.pdf", "t.pdf", rejects)
+    assert tree is not None and tree.payload["unread_pages"] == [1]
+    assert [(r.source_file, r.record_ref) for r in rejects] == [("t.pdf", "page 1")]
