@@ -32,8 +32,10 @@ from goldlib import evidence_pieces, metadata_ranges
 
 from codex_pipeline.evaluation.gold import read_source
 
-# between two words: whitespace, or a transcript block boundary (a passage read across turns)
-GAP = r"(?:\s*\n-{3,}\n[^\n]*:\nStart:[^\n]*\nEnd:[^\n]*\nDuration:[^\n]*\nText:\s*|\s+)"
+# between two words: whitespace, a transcript block boundary (a passage read across turns),
+# or a caption file's time stamp line
+GAP = (r"(?:\s*\n-{3,}\n[^\n]*:\nStart:[^\n]*\nEnd:[^\n]*\nDuration:[^\n]*\nText:\s*"
+       r"|\s*\n\[\d{1,2}:\d{2}:\d{2}\]\n\s*|\s+)")
 
 
 def find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:

@@ -6,6 +6,10 @@ through Dagster, asks ``Retriever`` every gold question and prints character-lev
 recall, precision, IoU and hit@k of the top-k hits (see
 :mod:`codex_pipeline.evaluation`). ``--dataset DS=SUBDIR`` (repeatable) pools several
 datasets in one index, each landed from its own sub-folder of ``--corpus``.
+
+It refuses to score nothing: when every landed file was rejected, when the asked-for
+units were never built, or when ``--no-materialize`` finds no materialization, it
+prints one line naming the dataset and the fix and exits 1.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from codex_pipeline.cli.dataset_names import dataset_part
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
 from codex_pipeline.datasets.days import partitions_start
+from codex_pipeline.evaluation.checks import NothingToScore, check_chunks, check_propositions
 from codex_pipeline.evaluation.gold import GoldError, load_gold
+from codex_pipeline.evaluation.metrics import Summary
 from codex_pipeline.evaluation.runner import (
     SPAN_KINDS,
     UNITS,
@@ -32,9 +38,10 @@ from codex_pipeline.evaluation.runner import (
     Evaluation,
     evaluate,
     land_corpus,
+    source_group,
     source_maps,
 )
-from codex_pipeline.retrieval import Retriever, SearchMode
+from codex_pipeline.retrieval import IndexMissing, Retriever, SearchMode
 from codex_pipeline.warehouse.storage import Warehouse
 
 
@@ -63,7 +70,11 @@ def add_eval_command(sub: Any) -> None:
                    help="cite each hit's whole chunk / matching sentence instead of its best evidence unit")
     e.add_argument("--units", choices=UNITS, default="chunks",
                    help="retrieve chunks (default) or seed-002 propositions (materialized for the eval, offline extractor)")
-    e.add_argument("--json", action="store_true", help="print the figures as JSON")
+    e.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="land only the corpus files whose path or name matches (repeatable; e.g. '*.captions.txt')")
+    e.add_argument("--per-source", action="store_true",
+                   help="also score each source file (each corpus sub-folder when pooled)")
+    e.add_argument("--json", action="store_true", help="print the figures as JSON (no progress lines)")
     e.add_argument("--details", action="store_true", help="with --json: every question's scores and hits")
     e.set_defaults(func=cmd_eval)
 
@@ -86,39 +97,68 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[Any], data_dir: Path) -> int:
+    try:
+        return _evaluate(args, parts, questions, data_dir)
+    except (NothingToScore, IndexMissing) as exc:
+        print(f"codex eval: {exc}", file=sys.stderr)
+        return 1
+
+
+def _evaluate(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[Any], data_dir: Path) -> int:
     wh = Warehouse(data_dir)
     day = partitions_start(os.environ)
     t0 = time.perf_counter()
     kind = configured_embedder(args.embedder)
-    if not (args.no_materialize and args.work_dir is not None):
+    datasets = [p.dataset for p in parts]
+    reused = args.no_materialize and args.work_dir is not None
+    if not reused:
         try:
-            landed = land_corpus(wh, parts, args.corpus, day)
+            landed = land_corpus(wh, parts, args.corpus, day, include=args.include)
         except FileNotFoundError as exc:
             print(f"codex eval: {exc}", file=sys.stderr)
             return 2
         _say(args, f"landed {', '.join(f'{n} file(s) into {ds}' for ds, n in landed.items())} ({day})")
-        if not materialize(wh, [p.dataset for p in parts], day, kind, propositions=args.units == "propositions"):
+        progress = None if args.json else sys.stderr
+        if not materialize(wh, datasets, day, kind, propositions=args.units == "propositions", progress=progress):
             print("codex eval: the materialization failed (see the Dagster log above)", file=sys.stderr)
             return 1
         _say(args, f"materialized through Dagster in {time.perf_counter() - t0:.1f}s")
+    check_chunks(wh, datasets, day, reused, kept=args.work_dir is not None)
     maps = source_maps(wh, parts, args.corpus, day)
     embedder = query_embedder(kind) if args.mode != SearchMode.BM25.value else None
-    retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder,
-                          evidence_units=not args.no_evidence_units)
+    retriever = Retriever(wh.root, datasets, embedder=embedder, evidence_units=not args.no_evidence_units)
+    if args.units == "propositions":
+        check_propositions({ds: _propositions(retriever, ds) for ds in datasets}, wh.root, reused)
     t1 = time.perf_counter()
     result = evaluate(retriever, questions, maps, k=args.k, mode=args.mode, spans=args.spans, units=args.units)
     _say(args, f"{len(questions)} questions in {time.perf_counter() - t1:.1f}s")
+    group = source_group(parts) if args.per_source else None
     if args.json:
-        print(json.dumps(result.as_dict(details=args.details), indent=1))
+        print(json.dumps(result.as_dict(details=args.details, group=group), indent=1))
     else:
-        _print(result, [p.dataset for p in parts], maps)
+        _print(result, datasets, maps)
+        if group is not None:
+            _print_groups(result.per_source(group), result.k)
     return 0
 
 
-def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_kind: str, propositions: bool = False) -> bool:
-    """Raw, chunks, embeddings and search index of ``datasets`` for ``day`` (and propositions), in one Dagster run."""
+def _propositions(retriever: Retriever, dataset: str) -> int | None:
+    if dataset not in retriever.datasets:
+        raise IndexMissing(retriever.skipped.get(dataset) or f"{dataset} has no search index: run without "
+                           "--no-materialize to build it")
+    props = retriever.index(dataset).propositions
+    return None if props is None else len(props)
+
+
+def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_kind: str, propositions: bool = False,
+                progress: TextIO | None = None) -> bool:
+    """Raw, chunks, embeddings and search index of ``datasets`` for ``day`` (and propositions), in one Dagster run.
+
+    ``progress``: where to write a line as each asset step starts and ends (a run takes minutes on a real corpus).
+    """
     import dagster as dg
 
+    from codex_pipeline.cli.eval_progress import progress_logger
     from codex_pipeline.datasets.registry import get_dataset
     from codex_pipeline.defs.assets import build_dataset_assets
     from codex_pipeline.defs.proposition_assets import PropositionSettings, build_proposition_assets
@@ -132,20 +172,33 @@ def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_k
         assets += [*build_dataset_assets(spec), build_search_index_asset(spec)]
         if propositions:  # whether or not the registry opts the dataset in: the eval compares units
             assets += build_proposition_assets(spec)
+    loggers = {"console": dg.colored_console_logger}
+    run_loggers: dict[str, Any] = {"console": {"config": {"log_level": "WARNING"}}}
+    if progress is not None:
+        loggers["progress"] = progress_logger(progress)
+        run_loggers["progress"] = {}
+    defs = dg.Definitions(
+        assets=assets,
+        jobs=[dg.define_asset_job("codex_eval")],
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings(kind=embedder_kind),
+                   "propositions": PropositionSettings()},
+        loggers=loggers,
+    )
     with sigterm_kept():
-        result = dg.materialize(
-            assets,
-            partition_key=day.isoformat(),
-            resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings(kind=embedder_kind),
-                       "propositions": PropositionSettings()},
-            raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-        )
+        result = defs.resolve_job_def("codex_eval").execute_in_process(
+            partition_key=day.isoformat(), raise_on_error=False, run_config={"loggers": run_loggers})
     return bool(result.success)
 
 
 def _say(args: argparse.Namespace, line: str) -> None:
     print(f"codex eval: {line}", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+
+def _print_groups(groups: dict[str, Summary], k: int) -> None:
+    width = max(len(g) for g in groups)
+    print(f"  per source: {'questions':>9} {'recall':>7} {'precision':>9} {'IoU':>6} {'hit@' + str(k):>6}")
+    for name, s in groups.items():
+        print(f"  {name:<{width}} {s.questions:>5} {s.recall:7.1f} {s.precision:9.1f} {s.iou:6.1f} {s.hit_at_k:6.1f}")
 
 
 def _print(result: Evaluation, datasets: Sequence[str], maps: dict[str, Any]) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from codex_pipeline.datasets.registry import get_dataset
@@ -39,8 +40,16 @@ class CorpusPart:
         return cls(name.strip(), Path(sub.strip()).as_posix() if sub.strip() else "")
 
 
-def land_corpus(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: dt.date) -> dict[str, int]:
-    """Copy each part's files (relative paths kept, hidden files skipped) into its landing day folder."""
+def included(rel: PurePosixPath, include: Sequence[str]) -> bool:
+    """Whether a corpus file (path relative to its part's folder) is landed: every file when ``include`` is empty,
+    else one whose path or name matches a glob (``*.captions.txt`` keeps one rendering of a meeting)."""
+    return not include or any(fnmatchcase(rel.as_posix(), g) or fnmatchcase(rel.name, g) for g in include)
+
+
+def land_corpus(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: dt.date,
+                include: Sequence[str] = ()) -> dict[str, int]:
+    """Copy each part's files (relative paths kept, hidden files and files ``include`` leaves out skipped)
+    into its landing day folder."""
     copied: dict[str, int] = {}
     for part in parts:
         src = corpus / part.subdir if part.subdir else corpus
@@ -52,13 +61,28 @@ def land_corpus(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: d
         n = 0
         for f in sorted(src.rglob("*")):
             rel = f.relative_to(src)
-            if f.is_dir() or any(p.startswith(".") for p in rel.parts):
+            if f.is_dir() or any(p.startswith(".") for p in rel.parts) or not included(PurePosixPath(rel), include):
                 continue
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dest / rel)
             n += 1
         copied[part.dataset] = n
     return copied
+
+
+def source_group(parts: Sequence[CorpusPart]) -> Callable[[Question], str]:
+    """How ``--per-source`` groups questions: by corpus sub-folder when several datasets are pooled from their own
+    sub-folders, else by source file (a question goes with its first reference)."""
+    subdirs = sorted((p.subdir for p in parts if p.subdir), key=len, reverse=True)
+    pooled = len(parts) > 1 and bool(subdirs)
+
+    def group(q: Question) -> str:
+        source = q.references[0].source
+        if pooled:
+            return next((d for d in subdirs if source.startswith(d.rstrip("/") + "/")), source)
+        return source
+
+    return group
 
 
 def source_maps(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: dt.date) -> dict[str, SourceMap]:
@@ -91,9 +115,18 @@ class Evaluation:
     spans: str
     unmapped_chars: int  # retrieved canonical characters with no place in a source file
 
-    def as_dict(self, details: bool = False) -> dict[str, Any]:
+    def per_source(self, group: Callable[[Question], str]) -> dict[str, Summary]:
+        """The scores of each group of questions (``group``: a question's source file or corpus sub-folder)."""
+        groups: dict[str, list[Score]] = {}
+        for r in self.results:
+            groups.setdefault(group(r.question), []).append(r.score)
+        return {g: summarize(scores) for g, scores in sorted(groups.items())}
+
+    def as_dict(self, details: bool = False, group: Callable[[Question], str] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"k": self.k, "mode": self.mode, "spans": self.spans, **self.summary.as_dict(),
                                "unmapped_retrieved_chars": self.unmapped_chars}
+        if group is not None:
+            out["per_source"] = {g: s.as_dict() for g, s in self.per_source(group).items()}
         if details:
             out["questions"] = [
                 {"line": r.question.line, "question": r.question.question, "recall": round(100 * r.score.recall, 1),
