@@ -20,10 +20,9 @@ from urllib.parse import unquote
 
 try:
     from fastapi import FastAPI, Query, Request
-    from fastapi.exceptions import RequestValidationError
+    from fastapi.exceptions import RequestValidationError, StarletteHTTPException
     from fastapi.middleware.cors import CORSMiddleware
     from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
-    from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as exc:  # the [serve] extra is optional
     raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'") from exc
 
