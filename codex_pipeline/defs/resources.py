@@ -95,10 +95,10 @@ class EmbeddingSettings(dg.ConfigurableResource):
     openai: OpenAIConnectionConfig = OpenAIConnectionConfig()
 
     @classmethod
-    def from_environment(cls) -> "EmbeddingSettings":
-        """``$CODEX_EMBEDDER`` and the local model's ``$CODEX_EMBED_*`` settings."""
+    def from_environment(cls, kind: str | None = None) -> "EmbeddingSettings":
+        """``kind`` (default ``$CODEX_EMBEDDER``) with the local model's ``$CODEX_EMBED_*`` settings."""
         local = environment.local_model_options()
-        return cls(kind=environment.configured_kind(), local_runtime=local.runtime,
+        return cls(kind=kind or environment.configured_kind(), local_runtime=local.runtime,
                    local_precision=local.precision, local_threads=local.threads or 0)
 
     def build(self):
