@@ -195,10 +195,10 @@ def _say(args: argparse.Namespace, line: str) -> None:
 
 
 def _print_groups(groups: dict[str, Summary], k: int) -> None:
-    width = max(len(g) for g in groups)
-    print(f"  per source: {'questions':>9} {'recall':>7} {'precision':>9} {'IoU':>6} {'hit@' + str(k):>6}")
+    width = max(len(g) for g in [*groups, "per source"])
+    print(f"  {'per source':<{width}} {'questions':>9} {'recall':>7} {'precision':>9} {'IoU':>6} {'hit@' + str(k):>6}")
     for name, s in groups.items():
-        print(f"  {name:<{width}} {s.questions:>5} {s.recall:7.1f} {s.precision:9.1f} {s.iou:6.1f} {s.hit_at_k:6.1f}")
+        print(f"  {name:<{width}} {s.questions:>9} {s.recall:7.1f} {s.precision:9.1f} {s.iou:6.1f} {s.hit_at_k:6.1f}")
 
 
 def _print(result: Evaluation, datasets: Sequence[str], maps: dict[str, Any]) -> None:
