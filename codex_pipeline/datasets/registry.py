@@ -19,6 +19,7 @@ from typing import Any, overload
 
 from codex_pipeline.chunkers import Chunker
 from codex_pipeline.chunkers.civic import CivicLimits, chunk_civic
+from codex_pipeline.chunkers.documents import DocumentLimits, chunk_documents
 from codex_pipeline.chunkers.email import EmailLimits, chunk_email_threads
 from codex_pipeline.chunkers.events import EventLimits, chunk_event
 from codex_pipeline.chunkers.markdown import MarkdownLimits, chunk_markdown
@@ -30,6 +31,7 @@ from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
 from codex_pipeline.core.rows import ROW_FORMAT
 from codex_pipeline.sources.ais import load_ais_day
 from codex_pipeline.sources.civic import load_civic_day
+from codex_pipeline.sources.documents import iter_documents_day, load_documents_day
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.events import load_events_day
 from codex_pipeline.sources.mapping.kinds import MappedDataset, load_mapped_dataset, mapping_files
@@ -203,6 +205,19 @@ BUILT_IN: tuple[DatasetSpec, ...] = (
         limits=EmailLimits(max_emails_per_chunk=10, max_tokens=512, overlap_emails=2),
         chunker_revision="1.1",  # 1.1: threads without their root get their own id
         source_version="4",  # 4: Outlook blocks, attributions and repeated signatures referenced (sources.email.quoting)
+    ),
+    DatasetSpec(
+        name="documents",
+        description="Files as users have them (PDF, DOCX, Markdown, HTML, text), routed by content: pages with "
+        "exact offsets, running headers/footers kept out of chunks, chunks packed from headings, items, tables "
+        "and paragraphs (512 tokens) with `p=` the page a chunk starts on (docs/datasets/documents.md).",
+        load_day=load_documents_day,
+        iter_day=iter_documents_day,
+        chunker=chunk_documents,
+        limits=DocumentLimits(),
+        chunker_revision="1.0",
+        source_version="1",  # 1: pdfium text layer, no OCR (a page without text is a named reject)
+        propositions=True,
     ),
     # -- end of DATASETS: add new entries above this line --
 )

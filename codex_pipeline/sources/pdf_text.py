@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-# pdfium writes U+0002 for a hyphen it found at a line end and U+FFFE/U+FFFF for unmapped glyphs
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffe\uffff]")
+# pdfium joins a word hyphenated across a line end into one line with U+FFFE where the hyphen
+# was: that is a line break after a hyphen, as printed (the chunker rejoins the word)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n|\ufffe")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\uffff]")  # U+0002: pdfium's other hyphen mark
 NO_TEXT_LAYER = "has no text layer (a scanned image); OCR is not available"
 
 
@@ -176,8 +177,8 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
     pos = 0
     for m in [*_LINE_BREAK.finditer(raw), None]:
         end = len(raw) if m is None else m.start()
-        seg = raw[pos:end]
-        text = _CONTROL.sub(lambda c: "-" if c.group() == "\x02" else " ", seg).strip()
+        seg = raw[pos : end + 1] if m is not None and m.group() == "\ufffe" else raw[pos:end]  # keep the hyphen
+        text = _CONTROL.sub(lambda c: "-" if c.group() == "\x02" else " ", seg.replace("\ufffe", "-")).strip()
         if text:
             lead = pos + len(seg) - len(seg.lstrip())
             last = pos + len(seg.rstrip()) - 1
