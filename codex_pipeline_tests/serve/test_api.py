@@ -126,6 +126,12 @@ def test_every_4xx_is_one_json_line(server: Server) -> None:
         assert r.status_code == 404 and "no document" in _error(r)
         r = c.get("/documents/" + quote("urn:\x01bad"))
         assert r.status_code == 400 and "not a document id" in _error(r)
+        r = c.get("/documents/" + quote("../../../etc/passwd", safe=""))  # an id, never a path
+        assert r.status_code == 404 and "no document" in _error(r)
+        r = c.get("/chunks/" + quote("../../catalog.duckdb", safe=""))
+        assert r.status_code in (400, 404)
+        r = c.get(f"/chunks/{OLD_BETA}", params={"dataset": "docs_chunks; DROP VIEW x"})
+        assert r.status_code == 404 and "has no chunk table" in _error(r)
         r = c.get("/no/such/endpoint")
         assert r.status_code == 404 and "/docs" in _error(r)
         for body, where in [({"query": "x" * 1001}, "query"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "k": 101}, "k"),
