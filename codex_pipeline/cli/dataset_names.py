@@ -36,7 +36,11 @@ def known(chunked: bool = False) -> list[str]:
 def check_dataset(name: str, chunked: bool = False, typed: str | None = None) -> str:
     """``name`` when the registry has it; else :class:`argparse.ArgumentTypeError` naming what was
     ``typed`` (default: ``name``) and listing the valid names."""
-    if name in known(chunked):
+    try:
+        names = known(chunked)
+    except ValueError as exc:  # a bad $CODEX_MAPPINGS_DIR mapping: say that, not "invalid value"
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if name in names:
         return name
     shown = typed if typed is not None else name
     if name in known():

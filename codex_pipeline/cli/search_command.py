@@ -29,7 +29,7 @@ from codex_pipeline.cli.query_embedder import configured_embedder, query_embedde
 from codex_pipeline.cli.search_output import print_hits, print_proposition_hits, print_warnings, strict_exit
 from codex_pipeline.embeddings import EmbeddingError
 from codex_pipeline.retrieval import Filters, IndexMissing, IndexOutdated, Retriever, SearchMode
-from codex_pipeline.warehouse.queries import SEARCH_SQL, history_suffix
+from codex_pipeline.warehouse.queries import search_sql
 from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, connect_catalog
 
 __all__ = ["add_search_command", "cmd_search", "configured_embedder"]
@@ -138,7 +138,7 @@ def _history(wh: Warehouse, args: argparse.Namespace, embedder: Any) -> int:
             "SELECT count(*) FROM duckdb_views() WHERE schema_name = ? AND view_name = ?",
             [SCHEMA, f"{dataset}_embeddings{HISTORY_SUFFIX}"],
         ).fetchall()[0][0]
-        sql = SEARCH_SQL.format(dataset=dataset, suffix=history_suffix(bool(has_history)))
+        sql = search_sql(dataset, bool(has_history))
         cur = con.execute(sql, [vector, embedder.model, embedder.version, args.k])
         cols = [d[0] for d in cur.description]
         rows = cur.fetchall()
