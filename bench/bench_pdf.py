@@ -1,0 +1,158 @@
+"""Benchmark: the documents dataset's PDF path against pdfium's bare text extraction.
+
+    python bench/bench_pdf.py [--pdf DIR] [--reps N] [--check]
+
+Side by side in one run, in pages per second over every PDF of the folder (default
+``../shared/corpora/pdf`` beside the repo; scans are rejected, so they cost an open only):
+
+- ``bare``: ``pypdfium2`` opening each file and taking each page's text (the floor);
+- ``step``: what the Dagster assets run: the reader (``sources.documents.pdf_document``:
+  lines, boxes, running lines, headings, blocks) plus ``pipeline.chunk`` (contract rows:
+  ids, anchors, locators); the ratio step/bare has a target of 1.5;
+- ``pypdf`` and ``pdfplumber`` bare extraction, when installed (other paths a user picks).
+
+``--check`` also reports what ``docs/datasets/documents.md`` states: every PDF chunked or
+rejected with a reason, offset mismatches, the chunk contract, and page accuracy (the first 8
+words of each chunk on its cited page in poppler's ``pdftotext -f p -l p``; needs poppler-utils).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from codex_pipeline.core.contract_check import validate_chunks
+from codex_pipeline.core.documents import Reject, SourceDocument
+from codex_pipeline.datasets import steps as pipeline
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.sources.documents import pdf_document
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_PDF = REPO / ".." / "shared" / "corpora" / "pdf"
+DAY = dt.date(2026, 12, 1)
+TARGET = 1.5
+_WORD = re.compile(r"\w+")
+
+
+def bare_pdfium(files: list[Path]) -> int:
+    import pypdfium2 as pdfium
+
+    pages = 0
+    for f in files:
+        doc = pdfium.PdfDocument(str(f))
+        for i in range(len(doc)):
+            page = doc[i]
+            tp = page.get_textpage()
+            tp.get_text_range()
+            tp.close()
+            page.close()
+            pages += 1
+        doc.close()
+    return pages
+
+
+def step(files: list[Path], root: Path) -> tuple[list[SourceDocument], list[Reject], int]:
+    rejects: list[Reject] = []
+    docs = [d for f in files if (d := pdf_document(f, f.relative_to(root).as_posix(), rejects)) is not None]
+    table = pipeline.chunk(get_dataset("documents"), DAY, docs).table
+    return docs, rejects, table.num_rows
+
+
+def other(name: str, files: list[Path]) -> Callable[[], object] | None:
+    try:
+        if name == "pypdf":
+            import pypdf
+
+            return lambda: [p.extract_text() for f in files for p in pypdf.PdfReader(f).pages]
+        import pdfplumber
+
+        def plumber() -> None:
+            for f in files:
+                with pdfplumber.open(f) as pdf:
+                    for p in pdf.pages:
+                        p.extract_text()
+        return plumber
+    except ImportError:
+        return None
+
+
+def timed(fn: Callable[[], object], reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def check(root: Path, files: list[Path]) -> None:
+    docs, rejects, _ = step(files, root)
+    table = pipeline.chunk(get_dataset("documents"), DAY, docs).table
+    report = validate_chunks(table, {d.doc_id: d.text for d in docs})
+    names = {f.relative_to(root).as_posix() for f in files}
+    done = {d.source_file for d in docs} | {r.source_file for r in rejects if r.record_ref is None}
+    print(f"PDFs {len(names)}: chunked {len(docs)}, rejected {len(names) - len(docs)}, neither: {sorted(names - done)}")
+    for r in rejects:
+        print(f"  reject {r.source_file} {r.record_ref or ''}: {r.reason}")
+    print(f"contract: {'PASS' if report.passed else report.failed_checks} ({table.num_rows} chunks)")
+    by_doc = {d.doc_id: d for d in docs}
+    mismatches = checked = good = 0
+    words_of: dict[tuple[str, int], set[str]] = {}
+    have_poppler = shutil.which("pdftotext") is not None
+    for row in table.to_pylist():
+        doc = by_doc[row["doc_id"]]
+        anchor = json.loads(row["evidence_anchor"])
+        spans = anchor.get("spans") or [anchor["char_span"]]
+        parts = [doc.text[s:e] for s, e in spans]
+        if any(p not in row["chunk_text"] for p in parts) or (len(parts) == 1 and parts[0] != row["chunk_text"]):
+            mismatches += 1
+        if not have_poppler:
+            continue
+        key = (doc.source_file, anchor["page"])
+        if key not in words_of:
+            out = subprocess.run(["pdftotext", "-f", str(key[1]), "-l", str(key[1]), str(root / key[0]), "-"],
+                                 capture_output=True, text=True).stdout
+            words_of[key] = set(_WORD.findall(out.lower()))
+        checked += 1
+        good += all(w in words_of[key] for w in _WORD.findall(row["chunk_text"].lower())[:8])
+    print(f"offset mismatches: {mismatches}")
+    if have_poppler:
+        print(f"page accuracy: {good}/{checked} ({good / max(checked, 1):.1%}) chunks whose first 8 words are on "
+              "their cited page per pdftotext")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pdf", type=Path, default=DEFAULT_PDF)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--check", action="store_true", help="also the offsets, contract and page accuracy figures")
+    args = ap.parse_args()
+    root = args.pdf.resolve()
+    files = sorted(root.rglob("*.pdf"))
+    pages = bare_pdfium(files)  # also the warm-up
+    step(files, root)
+    t_bare = timed(lambda: bare_pdfium(files), args.reps)
+    t_step = timed(lambda: step(files, root), args.reps)
+    print(f"{len(files)} PDFs, {pages} pages, median of {args.reps}")
+    print(f"  bare pypdfium2 text:   {pages / t_bare:8.1f} pages/s")
+    print(f"  documents raw+chunks:  {pages / t_step:8.1f} pages/s  ratio {t_step / t_bare:.2f} (target <= {TARGET})")
+    for name in ("pypdf", "pdfplumber"):
+        fn = other(name, files)
+        if fn is None:
+            print(f"  {name}: not installed")
+            continue
+        print(f"  bare {name} text: {pages / timed(fn, 1):10.1f} pages/s (one run)")
+    if args.check:
+        check(root, files)
+
+
+if __name__ == "__main__":
+    main()
