@@ -55,7 +55,7 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 def create_app(config: ServeConfig, state: ServeState | None = None) -> FastAPI:
     """The app for ``config``; ``state`` (an opened :class:`ServeState`) is made from the config when not given."""
     state = state or ServeState.open(config)
-    catalog = Catalog(state.warehouse)
+    catalog = Catalog(state.warehouse, state.locate)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

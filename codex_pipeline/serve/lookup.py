@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,11 +92,17 @@ class Document:
     chunks: tuple[Chunk, ...] = field(default_factory=tuple)
 
 
-class Catalog:
-    """Read-only lookups on one data directory's catalog."""
+Locate = Callable[[str, list[str]], "tuple[str, str] | None"]
+"""``(chunk_id, datasets) -> (dataset, doc_id)`` from a faster source than a scan of the chunk views (the open
+search indexes: a binary search), or None to scan."""
 
-    def __init__(self, warehouse: Warehouse) -> None:
+
+class Catalog:
+    """Read-only lookups on one data directory's catalog; ``locate`` finds a chunk's document without a scan."""
+
+    def __init__(self, warehouse: Warehouse, locate: Locate | None = None) -> None:
         self.warehouse = warehouse
+        self.locate = locate
 
     @contextmanager
     def session(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -124,10 +130,14 @@ class Catalog:
             hops: list[Redirect] = []
             cid = chunk_id
             while True:
-                found = _find_chunk(con, names, cid)
+                found = self.locate(cid, names) if self.locate else None
+                col = ChunkCollection.from_connection(con, found[0], doc_ids=[found[1]]) if found else None
+                if col is None or cid not in col:  # not indexed (yet), or no longer current: ask the catalog
+                    found = _find_chunk(con, names, cid)
+                    col = None
                 if found is not None:
                     ds, doc = found
-                    col = ChunkCollection.from_connection(con, ds, doc_ids=[doc])
+                    col = col or ChunkCollection.from_connection(con, ds, doc_ids=[doc])
                     chunk = col.get(cid)
                     if chunk is not None:
                         return Located(ds, chunk, col, tuple(hops))

@@ -64,6 +64,22 @@ class ServeState:
                 continue
         return ages
 
+    def locate(self, chunk_id: str, datasets: list[str]) -> tuple[str, str] | None:
+        """(dataset, doc_id) of a chunk the open indexes hold (a binary search each), or None."""
+        with self.lock:
+            for name in datasets:
+                if name not in self.retriever.datasets:
+                    continue
+                index = self.retriever.index(name)
+                row = index.row_of(chunk_id)
+                if row is not None:
+                    return name, str(index.row(row)["doc_id"])
+        return None
+
+    def datasets(self) -> list[str]:
+        with self.lock:
+            return self.retriever.datasets
+
     def warnings(self) -> list[str]:
         """What a caller should know beyond one query's own warnings: builds in this process that failed."""
         return [self.build_warnings[n] for n in sorted(self.build_warnings)]

@@ -46,7 +46,7 @@ def register(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeCon
     def view_search(q: str = Query("", max_length=1000), k: int = Query(10, ge=1, le=100),
                     mode: str = Query("hybrid", pattern="^(hybrid|vector|bm25)$"),
                     dataset: str = Query("", max_length=63)) -> HTMLResponse:
-        body = _search_form(q, k, mode, dataset, state.retriever.datasets)
+        body = _search_form(q, k, mode, dataset, state.datasets())
         if q.strip():
             try:
                 req = SearchRequest.model_validate({"query": q, "k": k, "mode": mode, "datasets": [dataset] if dataset else []})
