@@ -5,12 +5,16 @@ from __future__ import annotations
 import http.client
 import json
 import re
+from pathlib import Path
 from urllib.parse import quote, urlparse
 
 import duckdb
 
+from codex_pipeline.serve.config import ServeConfig
 from codex_pipeline.serve.lookup import Catalog
-from codex_pipeline_tests.serve.conftest import GUIDE, NOTE, OLD_BETA, Server
+from codex_pipeline.serve.state import ServeState
+from codex_pipeline_tests.fakes import FakeEmbedder
+from codex_pipeline_tests.serve.conftest import GUIDE, NOTE, OLD_BETA, Server, start
 
 
 def _canonical(server: Server, doc_id: str) -> str:
@@ -195,3 +199,30 @@ def test_api_key_cors_and_server_limits(keyed_server: Server) -> None:
         assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == "https://clerk.example"
         evil = c.options("/search", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
         assert "access-control-allow-origin" not in evil.headers
+
+
+def test_filters_and_units(server: Server) -> None:
+    with server.client() as c:
+        only = c.post("/search", json={"query": "girders corrosion", "mode": "bm25", "k": 10,
+                                       "chunk_types": ["no_such_type"]}).json()
+        assert only["hits"] == []
+        docs = c.post("/search", json={"query": "girders corrosion", "mode": "bm25", "k": 10, "datasets": ["docs"]})
+        assert {h["dataset"] for h in docs.json()["hits"]} == {"docs"}
+        meta = c.post("/search", json={"query": "girders", "mode": "bm25", "metadata": {"no_such_key": 1}}).json()
+        assert meta["hits"] == []
+        props = c.post("/search", json={"query": "girders", "units": "propositions", "mode": "bm25"})
+        assert props.status_code == 200 and props.json()["units"] == "propositions"
+
+
+def test_an_empty_data_dir_is_alive_but_not_ready(tmp_path: Path) -> None:
+    state = ServeState.open(ServeConfig(data_dir=tmp_path / "empty", embedder=FakeEmbedder(), refresh_interval_s=0))
+    for server in start(state.config, state):
+        with server.client() as c:
+            assert c.get("/health").status_code == 200
+            r = c.get("/ready")
+            assert r.status_code == 503 and r.json()["ready"] is False and r.json()["datasets"] == []
+            assert c.post("/search", json={"query": "anything"}).json()["hits"] == []
+            r = c.get("/documents/urn:aprs:docs:x.md")
+            assert r.status_code == 404 and "no document" in _error(r)
+            r = c.get("/chunks/urn:aprs:chunk:0123456789abcdef")
+            assert r.status_code == 404
