@@ -90,6 +90,8 @@ class _Packer:
             tokens += n
         if group:
             self.emit(group)
+        for d, n in zip(self.drafts, count_tokens_batch([d.text for d in self.drafts])):  # one batch, not one call each
+            d.token_count = n
         return self.drafts
 
     def emit(self, group: list[Block], segments: list[Segment] | None = None) -> None:
@@ -110,7 +112,7 @@ class _Packer:
                                 "blocks": sorted({u.kind for u in group})}
         self.drafts.append(ChunkDraft(
             section_id=sid, chunk_type=ChunkType.DOC_SECTION, text=text,
-            spans=tuple((s, e) for s, e, _ in segs), token_count=count_tokens(text),
+            spans=tuple((s, e) for s, e, _ in segs), token_count=0,  # counted for all drafts at the end of run()
             page=page, anchor_extra=extra or None, metadata=meta,
         ))
 

@@ -45,7 +45,6 @@ class Line:
     x1: float
     y1: float
     size: float
-    bold: bool = False
 
 
 @dataclass
@@ -187,11 +186,10 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
                 b = tp.get_charbox(last)
                 box = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
                 size = pdfium_c.FPDFText_GetFontSize(tp.raw, lead)
-                bold = pdfium_c.FPDFText_GetFontWeight(tp.raw, lead) >= 600
             else:  # characters outside the BMP shift pdfium's indices: no per-line geometry
-                box, size, bold = page_box, 0.0, False
+                box, size = page_box, 0.0
             x0, y0, x1, y1 = (round(v, 1) for v in box)
-            lines.append(Line(text, x0, y0, x1, y1, round(size, 1), bold))
+            lines.append(Line(text, x0, y0, x1, y1, round(size, 1)))
         if m is None:
             break
         pos = m.end()
