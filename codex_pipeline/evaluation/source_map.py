@@ -123,9 +123,15 @@ def _message_region(file_text: str, line_starts: list[int], record_ref: str) -> 
 
 def _line_segments(canon: str, c_lo: int, c_hi: int, file_text: str, f_lo: int, f_hi: int,
                    key: str) -> Iterable[tuple[int, int, str, int]]:
-    """Each non-blank line of ``canon[c_lo:c_hi]`` found, in order, in ``file_text[f_lo:f_hi]``."""
+    """Each non-blank line of ``canon[c_lo:c_hi]`` found, in order, in ``file_text[f_lo:f_hi]``.
+
+    Lines that follow each other in both texts, with the same newlines (and blank lines)
+    between them, are one segment, so a passage of several lines or paragraphs maps whole
+    (a gold span over it can be fully recalled).
+    """
     cursor = f_lo
     pos = c_lo
+    run: tuple[int, int, str, int] | None = None
     while pos < c_hi:
         nl = canon.find("\n", pos, c_hi)
         end = c_hi if nl < 0 else nl
@@ -133,6 +139,18 @@ def _line_segments(canon: str, c_lo: int, c_hi: int, file_text: str, f_lo: int, 
         if line.strip():
             at = file_text.find(line, cursor, f_hi)
             if at >= 0:
-                yield (pos, end, key, at)
+                if run and _same_gap(canon[run[1]:pos], file_text[run[3] + run[1] - run[0]:at]):
+                    run = (run[0], end, key, run[3])
+                else:
+                    if run:
+                        yield run
+                    run = (pos, end, key, at)
                 cursor = at + len(line)
         pos = end + 1
+    if run:
+        yield run
+
+
+def _same_gap(canon_gap: str, file_gap: str) -> bool:
+    """Two mapped lines are contiguous in both texts: the same whitespace-only stretch between them."""
+    return canon_gap == file_gap and "\n" in canon_gap and not canon_gap.strip()
