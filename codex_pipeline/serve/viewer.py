@@ -93,12 +93,12 @@ def _search_form(q: str, k: int, mode: str, dataset: str, datasets: list[str]) -
     return (f'<main><form method="get" action="/view" id="search"><input type="text" name="q" id="q" value="{e(q)}" '
             f'placeholder="search the current corpus" autofocus> <select name="mode">{modes}</select> '
             f'<select name="dataset"><option value="">all datasets</option>{opts}</select> '
-            f'<input type="number" name="k" value="{k}" min="1" max="100" style="width:4em"> '
+            f'<input type="number" name="k" value="{k}" min="1" max="100"> '
             '<button type="submit">Search</button></form></main>')
 
 
 def _results(hits: list[ChunkHitOut] | list[PropositionHitOut], warnings: list[str]) -> str:
-    out = ['<main><div id="results" style="flex:1">']
+    out = ['<main><div id="results">']
     out += [f'<p class="warn">{e(w)}</p>' for w in warnings]
     if not hits:
         out.append("<p>No hits.</p>")
