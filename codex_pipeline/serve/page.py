@@ -79,10 +79,12 @@ DOCUMENT_SCRIPT = """
 const first = document.querySelector('mark.cite') || document.querySelector('.cur');
 if (first) first.scrollIntoView({block: 'center'});
 const btn = document.getElementById('copy');
-if (btn) btn.addEventListener('click', async () => {
+if (btn) btn.addEventListener('click', () => {
   const area = document.getElementById('citation');
-  try { await navigator.clipboard.writeText(area.value); } catch (err) { area.select(); document.execCommand('copy'); }
-  btn.textContent = 'Copied';
+  const done = () => { btn.textContent = 'Copied'; };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(area.value).then(done, () => { area.select(); if (document.execCommand('copy')) done(); });
+  } else { area.select(); if (document.execCommand('copy')) done(); }
 });
 """
 

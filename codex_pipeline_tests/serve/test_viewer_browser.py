@@ -40,6 +40,8 @@ def page():  # type: ignore[no-untyped-def]
 
 
 def test_a_hit_opens_its_document_with_the_cited_span_highlighted(server: Server, page) -> None:  # type: ignore[no-untyped-def]
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(msg.text))
     page.goto(f"{server.url}/view")
     page.fill("#q", "corrosion girders east abutment")
     page.click("#search button[type=submit]")
@@ -65,6 +67,11 @@ def test_a_hit_opens_its_document_with_the_cited_span_highlighted(server: Server
     assert page.inner_text("#locator").strip()
     # the highlighted span was scrolled into view
     assert page.eval_on_selector("mark.cite", "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page.click("#copy")
+    page.locator("#copy", has_text="Copied").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == page.input_value("#citation")
+    assert not [m for m in console if "Content Security Policy" in m], console
     # an old id shows where it redirects
     page.goto(f"{server.url}/view/chunk/{OLD_BETA}")
     assert OLD_BETA in page.inner_text("#redirected") and "content_hash" in page.inner_text("#redirected")
