@@ -180,7 +180,7 @@ def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_k
     defs = dg.Definitions(
         assets=assets,
         jobs=[dg.define_asset_job("codex_eval")],
-        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings(kind=embedder_kind),
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings.from_environment(embedder_kind),
                    "propositions": PropositionSettings()},
         loggers=loggers,
     )
