@@ -41,6 +41,7 @@ from codex_pipeline.serve.models import (
     SearchRequest,
     SearchResponse,
 )
+from codex_pipeline.serve.pages import landed_pdf, page_png
 from codex_pipeline.serve.search import search
 from codex_pipeline.serve.state import ServeState
 
@@ -173,6 +174,17 @@ def _api(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeConfig)
     def get_document(doc_id: str, dataset: str | None = Query(None, max_length=63)) -> DocumentResponse:
         """A document's current version (text and chunks), every day it landed, and its retraction if any."""
         return convert.document(catalog.document(doc_id, dataset))
+
+    @app.get("/page-images", response_class=Response, tags=["documents"],
+             responses={200: {"content": {"image/png": {}}}, **ERRORS})
+    def get_page_image(doc_id: str = Query(..., max_length=1024), page: int = Query(..., ge=1, le=100_000),
+                       dataset: str | None = Query(None, max_length=63)) -> Response:
+        """A page of a PDF document as PNG (the version shown by ``GET /documents``), for drawing a passage's boxes."""
+        doc = catalog.document(doc_id, dataset)
+        if not doc.pages:
+            raise LookupFailed(404, f"{doc_id[:200]} is not a PDF: only PDF pages have images")
+        path = landed_pdf(state.warehouse, doc.dataset, doc.partition_date, doc.source_file)
+        return Response(page_png(path, page), media_type="image/png", headers={"Cache-Control": "private, max-age=300"})
 
 def _probes(app: FastAPI, state: ServeState, catalog: Catalog) -> None:
     @app.get("/health", response_model=Health, tags=["operations"])

@@ -15,6 +15,7 @@ from codex_pipeline.serve.models import (
     ChunkOut,
     ContextOut,
     DocumentResponse,
+    PageOut,
     PropositionHitOut,
     RedirectOut,
 )
@@ -78,10 +79,16 @@ def redirects(found: Located) -> list[RedirectOut]:
                         chunking_version=r.chunking_version) for r in found.redirects]
 
 
+def page_url(doc: Document, number: int) -> str:
+    return "/page-images?" + urlencode({"doc_id": doc.doc_id, "dataset": doc.dataset, "page": number})
+
+
 def document(doc: Document) -> DocumentResponse:
     return DocumentResponse(
         dataset=doc.dataset, doc_id=doc.doc_id, title=doc.title, partition_date=doc.partition_date,
         landed_on=list(doc.landed_on), deleted=doc.deleted_on is not None, deleted_on=doc.deleted_on,
         deleted_by=doc.deleted_by, canonical_text=doc.canonical_text,
-        chunks=[chunk_out(c, doc.dataset) for c in doc.chunks], viewer_url=document_url(doc.doc_id, doc.dataset),
+        chunks=[chunk_out(c, doc.dataset) for c in doc.chunks],
+        pages=[PageOut(number=n, width=w, height=h, image_url=page_url(doc, n)) for n, (w, h) in sorted(doc.pages.items())],
+        viewer_url=document_url(doc.doc_id, doc.dataset),
     )

@@ -90,6 +90,8 @@ class Document:
     deleted_on: dt.date | None
     deleted_by: str | None
     chunks: tuple[Chunk, ...] = field(default_factory=tuple)
+    source_file: str = ""
+    pages: dict[int, tuple[float, float]] = field(default_factory=dict)  # PDF page number -> (width, height) in points
 
 
 Locate = Callable[[str, list[str]], "tuple[str, str] | None"]
@@ -230,7 +232,7 @@ def _document(con: duckdb.DuckDBPyConnection, ds: str, doc_id: str) -> Document 
     if f"{ds}_raw" not in views:
         return None
     where, params = ("doc_id = ? AND partition_date = ?", [doc_id, day]) if day else ("doc_id = ?", [doc_id])
-    text_row = con.execute(f"SELECT partition_date, title, canonical_text FROM {raw} WHERE {where} "
+    text_row = con.execute(f"SELECT partition_date, title, canonical_text, source_file, blocks FROM {raw} WHERE {where} "
                            "ORDER BY partition_date DESC LIMIT 1", params).fetchone()
     if text_row is None:
         return None
@@ -239,7 +241,23 @@ def _document(con: duckdb.DuckDBPyConnection, ds: str, doc_id: str) -> Document 
                                                   "ORDER BY 1", [doc_id]).fetchall())
     col = ChunkCollection.from_connection(con, ds, doc_ids=[doc_id], history=deleted_on is not None)
     chunks = col.document_chunks(doc_id) if doc_id in col.documents else ()
-    return Document(ds, doc_id, text_row[0], text_row[1], str(text_row[2]), landed, deleted_on, deleted_by, chunks)
+    return Document(ds, doc_id, text_row[0], text_row[1], str(text_row[2]), landed, deleted_on, deleted_by, chunks,
+                    str(text_row[3] or ""), _page_sizes(text_row[4]))
+
+
+def _page_sizes(blocks: str | None) -> dict[int, tuple[float, float]]:
+    """PDF page number -> (width, height) in points, from the raw row's ``page`` blocks (none for other files)."""
+    if not blocks or '"page"' not in blocks:
+        return {}
+    try:
+        rows = json.loads(blocks)
+    except json.JSONDecodeError:
+        return {}
+    out = {}
+    for kind, _start, _end, key, meta in (r for r in rows if isinstance(r, list) and len(r) == 5):
+        if kind == "page" and str(key).isdigit() and isinstance(meta, dict):
+            out[int(key)] = (float(meta.get("width") or 0), float(meta.get("height") or 0))
+    return out
 
 
 def anchor_page(chunk: Chunk) -> int | None:

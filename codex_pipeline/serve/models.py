@@ -134,6 +134,13 @@ class NeighboursResponse(BaseModel):
     after: list[ChunkOut]
 
 
+class PageOut(BaseModel):
+    number: int = Field(description="1-based PDF page number")
+    width: float = Field(description="in PDF points")
+    height: float
+    image_url: str = Field(description="the page as PNG (GET /page-images)")
+
+
 class DocumentResponse(BaseModel):
     dataset: str
     doc_id: str
@@ -145,6 +152,7 @@ class DocumentResponse(BaseModel):
     deleted_by: str | None
     canonical_text: str
     chunks: list[ChunkOut]
+    pages: list[PageOut] = Field(description="PDF pages (empty for other files)")
     viewer_url: str
 
 

@@ -27,6 +27,8 @@ background:#7a8b99;border-radius:3px;padding:0 3px;margin:0 2px;vertical-align:s
 .warn{background:#fff4e5;border:1px solid #f0b400;padding:.5em 1em;border-radius:4px}.err{background:#fdecea;border:1px solid #d32f2f;padding:.5em 1em}
 textarea{width:100%;font:12px monospace}dt{font-weight:600;margin-top:.4em}dd{margin:0;word-break:break-all}
 form input[type=text]{width:28em;font-size:15px;padding:.3em}form input[type=number]{width:4em}#results{flex:1}
+.pdfpage{margin:.8em 0}.pdfpage svg{width:100%;border:1px solid #ccc;background:#fff}
+.pdfpage rect.box{fill:rgba(255,224,102,.35);stroke:#e0a800;stroke-width:1.5}
 """
 
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from codex_pipeline.explore.navigation import Chunk
 from codex_pipeline.retrieval.context import anchor_spans
 from codex_pipeline.serve.config import ServeConfig
-from codex_pipeline.serve.convert import document_url
+from codex_pipeline.serve.convert import document_url, page_url
 from codex_pipeline.serve.lookup import Catalog, Document, LookupFailed, anchor_page
 from codex_pipeline.serve.models import ChunkHitOut, PropositionHitOut, SearchRequest
 from codex_pipeline.serve.page import DOCUMENT_SCRIPT, LOGIN_SCRIPT, annotated_text, e, page
@@ -155,10 +155,36 @@ def _sidebar(doc: Document, sel: Chunk | None, by_id: dict[str, Chunk], marks: l
                f'<dt>children</dt><dd id="children">{"<br>".join(link(c) for c in kids) or "—"}</dd>'
                f"<dt>previous / next</dt><dd>{link(doc.chunks[pos - 1]) if pos > 0 else '—'} · "
                f"{link(doc.chunks[pos + 1]) if pos + 1 < len(doc.chunks) else '—'}</dd></dl>")
+    out.append(_page_figures(doc, sel))
     cite = _citation(doc, sel, marks or spans)
     out.append(f'<h3>citation</h3><textarea id="citation" rows="6" readonly>{e(cite)}</textarea>'
                '<button id="copy" type="button">Copy citation</button>')
     return "".join(out)
+
+
+def _page_figures(doc: Document, chunk: Chunk, most: int = 3) -> str:
+    """The PDF page(s) the chunk is on, its boxes drawn over them (SVG over the page PNG; PDF points, origin bottom left)."""
+    if not doc.pages:
+        return ""
+    anchor = chunk.anchor
+    by_page: dict[int, list[tuple[float, float, float, float]]] = {}
+    for box in anchor.get("boxes") or []:
+        if isinstance(box, list) and len(box) == 5:
+            page_no, x0, y0, x1, y1 = (float(v) for v in box)
+            by_page.setdefault(int(page_no), []).append((x0, y0, x1, y1))
+    if not by_page and isinstance(anchor.get("page"), int):
+        by_page[anchor["page"]] = []
+    figures = []
+    for number, boxes in sorted(by_page.items())[:most]:
+        if number not in doc.pages:
+            continue
+        w, h = doc.pages[number]
+        rects = "".join(f'<rect class="box" x="{x0:.1f}" y="{h - y1:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}"/>'
+                        for x0, y0, x1, y1 in boxes)
+        figures.append(f'<figure class="pdfpage" data-page="{number}"><svg viewBox="0 0 {w:.1f} {h:.1f}" role="img" '
+                       f'aria-label="page {number}"><image href="{e(page_url(doc, number))}" x="0" y="0" width="{w:.1f}" '
+                       f'height="{h:.1f}"/>{rects}</svg><figcaption>page {number}, the passage boxed</figcaption></figure>')
+    return "".join(figures)
 
 
 def _citation(doc: Document, chunk: Chunk, spans: list[tuple[int, int]]) -> str:

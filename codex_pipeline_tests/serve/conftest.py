@@ -9,6 +9,7 @@ by a tombstone, so its ids are gone). The server runs in a thread of the test pr
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import socket
 import threading
@@ -51,7 +52,7 @@ def _guide(title: str) -> str:
     return f"# {title}\n\nA short note before the sections.\n\n{sections}"
 
 
-def _materialize(wh: Warehouse, dataset: str, day: dt.date) -> None:
+def materialize_with_index(wh: Warehouse, dataset: str, day: dt.date) -> None:
     spec = get_dataset(dataset)
     result = dg.materialize(
         [*build_dataset_assets(spec), build_search_index_asset(spec)], partition_key=day.isoformat(),
@@ -72,14 +73,37 @@ def _land(wh: Warehouse, dataset: str, day: dt.date, files: dict[str, str]) -> N
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
     wh = Warehouse(tmp_path_factory.mktemp("serve") / "data")
     shutil.copytree(SAMPLE / "osha_safety" / DAY.isoformat(), wh.landing_dir("osha_safety", DAY))
-    _materialize(wh, "osha_safety", DAY)
+    materialize_with_index(wh, "osha_safety", DAY)
     _land(wh, "docs", DAY, {"guide.md": _guide("Field notes"), "retired.md": "# Retired\n\nThe old ferry timetable.\n"})
-    _materialize(wh, "docs", DAY)
+    materialize_with_index(wh, "docs", DAY)
     _land(wh, "docs", DAY, {"guide.md": _guide("Log book")})  # the heading renamed: the old ids redirect
-    _materialize(wh, "docs", DAY)
+    materialize_with_index(wh, "docs", DAY)
     _land(wh, "docs", DAY2, {"_deleted.txt": "retired.md\n"})  # retracted: its ids are gone
-    _materialize(wh, "docs", DAY2)
+    materialize_with_index(wh, "docs", DAY2)
     return wh
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture
+def page():  # type: ignore[no-untyped-def]
+    """A headless Chromium page (skipped without /usr/bin/chromium or playwright; with CI=true that fails)."""
+    pw_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing (bash scripts/install_browser.sh) — CI=true, so this is a failure")
+        pytest.skip(f"the viewer browser tests need {CHROMIUM} (bash scripts/install_browser.sh)")
+    with pw_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            pg.set_default_timeout(30_000)
+            yield pg
+        finally:
+            browser.close()
 
 
 @dataclass

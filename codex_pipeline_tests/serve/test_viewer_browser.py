@@ -14,29 +14,9 @@ import pytest
 
 from codex_pipeline_tests.serve.conftest import OLD_BETA, Server
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 SHOTS = Path(os.environ.get("CODEX_SERVE_SHOTS", "/tmp"))
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def page():  # type: ignore[no-untyped-def]
-    pw_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing (bash scripts/install_browser.sh) — CI=true, so this is a failure")
-        pytest.skip(f"the viewer browser test needs {CHROMIUM} (bash scripts/install_browser.sh)")
-    with pw_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-            pg.set_default_timeout(30_000)
-            yield pg
-        finally:
-            browser.close()
 
 
 def test_a_hit_opens_its_document_with_the_cited_span_highlighted(server: Server, page) -> None:  # type: ignore[no-untyped-def]
