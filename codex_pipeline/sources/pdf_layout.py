@@ -9,7 +9,8 @@ page is where its first character falls. What the chunker needs is stored as blo
   bare page number there; chunks are cut around them, never keep them.
 - ``heading`` (key = level): from the outline (bookmarks) when its titles are found on
   their pages, else from font size (lines clearly bigger than the body text); none when
-  neither is reliable, and the locator's section becomes the seed's ``pNNN``.
+  neither is reliable, numbered all-caps lines (an agenda's ``9. PUBLIC HEARINGS``) when there
+  are 3 or more, and else none: the locator's section becomes the seed's ``pNNN``.
 - ``item`` (numbered agenda items, lettered sub-items, bullets), ``table`` (runs of
   lines mostly made of numbers) and ``para`` (lines separated by a vertical gap):
   the units a chunk is packed from; ``meta`` holds the page and the block's box.
@@ -33,6 +34,7 @@ _SPACE = re.compile(r"\s+")
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.I)
 _ITEM = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*[.)]|[A-Za-z][.)]|\(\w{1,4}\)|[ivxIVX]{1,5}\.|[•▪◦‣●■□➢\-–*])\s")
 _NUMBER = re.compile(r"^[-–(]?[$€£]?[\d.,]+%?[)]?$")
+_CAPS_ITEM = re.compile(r"^(\d{1,2})\.\s+(?=[^a-z]*[A-Z]{3})[^a-z]{4,100}$")
 HEADING_RATIO = 1.15  # a heading's font is at least this much bigger than the body's
 MAX_HEADING_CHARS = 120
 
@@ -114,6 +116,16 @@ def font_headings(pages: Sequence[PdfPage], skip: list[set[int]]) -> dict[tuple[
     return {pos: min(sizes.index(size) + 1, 3) for pos, size in cands.items()}
 
 
+def numbered_headings(pages: Sequence[PdfPage], skip: list[set[int]]) -> dict[tuple[int, int], int]:
+    """Numbered all-caps lines (``9. PUBLIC HEARINGS TO BE HELD``) as level-1 headings: an agenda's
+    sections, when it has neither outline nor bigger fonts; at least 3 distinct numbers."""
+    found = {(k, i): int(m.group(1)) for k, p in enumerate(pages) for i, line in enumerate(p.lines)
+             if i not in skip[k] and (m := _CAPS_ITEM.match(line.text))}
+    if len(set(found.values())) < 3:
+        return {}
+    return dict.fromkeys(found, 1)
+
+
 def _kind(line: Line) -> str:
     if _ITEM.match(line.text):
         return "item"
@@ -129,6 +141,8 @@ def layout(pages: Sequence[PdfPage], outline: Sequence[OutlineItem]) -> PdfLayou
     source = "outline"
     if len(heads) < max(1, len(outline) // 2):
         heads, source = font_headings(pages, skip), "font"
+    if not heads:
+        heads, source = numbered_headings(pages, skip), "numbered"
     if not heads:
         source = "none"
     parts: list[str] = []

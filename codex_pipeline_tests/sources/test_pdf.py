@@ -69,6 +69,17 @@ def test_font_size_headings_and_items(tmp_path: Path) -> None:
     assert doc.payload["headings"] == "font" and doc.title == "Parks Budget"
 
 
+def test_numbered_all_caps_lines_are_headings_when_nothing_else_is(tmp_path: Path) -> None:
+    lines = ["1. CALL TO ORDER", "The chair opened the meeting.", "2. PUBLIC COMMENTS", "None were offered.",
+             "3. NEW BUSINESS", "a. Budget for the parks department", "4. ADJOURNMENT"]
+    doc, _ = _read(tmp_path, make_pdf([text_page(lines, gap_every=1)]))
+    assert doc is not None and doc.payload["headings"] == "numbered"
+    assert [doc.text[b.start : b.end] for b in doc.blocks if b.kind == "heading"] == [
+        "1. CALL TO ORDER", "2. PUBLIC COMMENTS", "3. NEW BUSINESS", "4. ADJOURNMENT"]
+    two, _ = _read(tmp_path, make_pdf([text_page(lines[:4], gap_every=1)]))
+    assert two is not None and two.payload["headings"] == "none"  # 2 numbered lines are no outline
+
+
 def test_numeric_rows_are_one_table_block(tmp_path: Path) -> None:
     rows = ["Fund 2023 2024 2025", "Parks 1,200 1,350 1,400", "Trails 300 320 $410", "Total 1,500 1,670 1,810"]
     doc, _ = _read(tmp_path, make_pdf([text_page(["Budget by fund follows.", *rows])]))
@@ -157,7 +168,9 @@ def test_real_agenda_outline_and_partly_scanned_ordinance() -> None:
     assert agenda is not None and agenda.payload["pages"] == 11
     running = {agenda.text[b.start : b.end] for b in agenda.blocks if b.kind == "running"}
     assert {"Page 1 of 11", "Page 11 of 11", "City Council Regular Meeting Agenda April 9, 2026"} <= running
-    assert any(agenda.text[b.start : b.end] == "9. PUBLIC HEARINGS TO BE HELD" for b in agenda.blocks if b.kind == "item")
+    heads = [(b.key, agenda.text[b.start : b.end]) for b in agenda.blocks if b.kind == "heading"]
+    assert agenda.payload["headings"] == "numbered" and ("1", "9. PUBLIC HEARINGS TO BE HELD") in heads
+    assert any(agenda.text[b.start : b.end].startswith("a. Public Hearing") for b in agenda.blocks if b.kind == "item")
     dob = pdf_document(CORPUS / "nyc-council-finance/12_810-DOB.pdf", "d.pdf", rejects)
     assert dob is not None and dob.payload["headings"] == "outline"
     titles = [b.meta["title"] for b in dob.blocks if b.kind == "heading"]
