@@ -34,6 +34,7 @@ from codex_pipeline.core.documents import Reject, SourceDocument
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.documents import pdf_document
+from codex_pipeline.sources.pdf_text import PdfLimits
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PDF = REPO / ".." / "shared" / "corpora" / "pdf"
@@ -61,7 +62,8 @@ def bare_pdfium(files: list[Path]) -> int:
 
 def step(files: list[Path], root: Path) -> tuple[list[SourceDocument], list[Reject], int]:
     rejects: list[Reject] = []
-    docs = [d for f in files if (d := pdf_document(f, f.relative_to(root).as_posix(), rejects)) is not None]
+    limits = PdfLimits(ocr=False)  # the text-layer path; OCR is measured apart (docs/datasets/documents.md)
+    docs = [d for f in files if (d := pdf_document(f, f.relative_to(root).as_posix(), rejects, limits)) is not None]
     table = pipeline.chunk(get_dataset("documents"), DAY, docs).table
     return docs, rejects, table.num_rows
 

@@ -62,6 +62,7 @@ class _Packer:
         pages = sorted((b.start, int(b.key)) for b in doc.blocks if b.kind == "page")
         self.page_starts = [s for s, _ in pages]
         self.page_numbers = [n for _, n in pages]
+        self.ocr = {int(b.key): b.meta["ocr_confidence"] for b in doc.blocks if b.kind == "page" and "ocr_confidence" in b.meta}
         self.drafts: list[ChunkDraft] = []
         self.per_page: dict[int, int] = {}
         self.path: list[tuple[int, str]] = []  # open headings (level, title)
@@ -110,6 +111,9 @@ class _Packer:
         sid = f"p{page:03d}.{n}" if page is not None else f"part.{len(self.drafts)}"
         meta: dict[str, Any] = {"format": self.fmt, "headers": [t for _, t in self.path],
                                 "blocks": sorted({u.kind for u in group})}
+        confidences = [self.ocr[p] for p in range(page or 0, (last or 0) + 1) if p in self.ocr]
+        if confidences:  # the chunk's text comes from OCR: the lowest page confidence it stands on
+            meta["ocr_confidence"] = min(confidences)
         self.drafts.append(ChunkDraft(
             section_id=sid, chunk_type=ChunkType.DOC_SECTION, text=text,
             spans=tuple((s, e) for s, e, _ in segs), token_count=0,  # counted for all drafts at the end of run()

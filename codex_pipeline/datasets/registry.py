@@ -39,6 +39,7 @@ from codex_pipeline.sources.mapping.schema import MappingError, mapping_digest
 from codex_pipeline.sources.markdown import iter_docs_day, load_docs_day
 from codex_pipeline.sources.narrative import iter_narrative_day, load_narrative_day
 from codex_pipeline.sources.osha import load_osha_day
+from codex_pipeline.sources.pdf_ocr import ENGINE as OCR_ENGINE
 from codex_pipeline.sources.permits import CALGARY, CALGARY_MAPPING_FILE, MAPPINGS_DIR, load_permits_day
 from codex_pipeline.sources.structured import (
     load_lehd_flows_day,
@@ -216,7 +217,7 @@ BUILT_IN: tuple[DatasetSpec, ...] = (
         chunker=chunk_documents,
         limits=DocumentLimits(),
         chunker_revision="1.0",
-        source_version="1",  # 1: pdfium text layer, no OCR (a page without text is a named reject)
+        source_version=f"1+{OCR_ENGINE}",  # pdfium text layer; pages without one by OCR (sources.pdf_ocr)
         propositions=True,
     ),
     # -- end of DATASETS: add new entries above this line --

@@ -28,7 +28,7 @@ from codex_pipeline.sources.files import landing_files, read_text
 from codex_pipeline.sources.html_text import html_to_text
 from codex_pipeline.sources.markdown import markdown_document
 from codex_pipeline.sources.pdf_layout import layout
-from codex_pipeline.sources.pdf_text import PdfLimits, PdfProblem, open_pdf
+from codex_pipeline.sources.pdf_text import OCR_MISSING, PdfLimits, PdfProblem, open_pdf
 
 DATASET = "documents"
 MARKDOWN_SUFFIXES = {".md", ".mdx", ".markdown"}
@@ -67,20 +67,24 @@ def pdf_document(path: Path, rel: str, rejects: list[Reject], limits: PdfLimits 
         pdf.close()
     problems = [p for p in pages if p.problem]
     if not any(p.lines for p in pages):
-        if problems and all(p.problem and "no text layer" in p.problem for p in problems):
-            rejects.append(Reject(rel, f"no page of the {len(pages)} has a text layer (a scanned PDF); "
-                                       "OCR is not available: land a PDF with a text layer"))
+        if problems and all(p.problem and OCR_MISSING in p.problem for p in problems):
+            rejects.append(Reject(rel, f"no page of the {len(pages)} has a text layer (a scanned PDF); {OCR_MISSING}"))
         else:
             rejects.extend(Reject(rel, p.problem or "", record_ref=f"page {p.number}") for p in problems)
             rejects.append(Reject(rel, f"empty document: none of its {len(pages)} pages holds text"))
         return None
     rejects.extend(Reject(rel, p.problem or "", record_ref=f"page {p.number}") for p in problems)
     lay = layout(pages, pdf.outline)
+    ocr = {p.number: p.ocr_confidence for p in pages if p.ocr_confidence is not None}
     payload: dict[str, Any] = {
         "format": "pdf", "path": rel, "pages": len(pages), "headings": lay.headings,
         "running_lines": lay.running[:20], "unread_pages": [p.number for p in problems],
         "attachments": pdf.attachments, "javascript": pdf.javascript,
     }
+    if ocr:
+        from codex_pipeline.sources.pdf_ocr import engine_version
+
+        payload["ocr"] = {"engine": engine_version(), "page_confidence": {str(k): v for k, v in ocr.items()}}
     first_heading = next((b.meta["title"] for b in lay.blocks if b.kind == "heading"), None)
     return SourceDocument(
         doc_id=make_doc_id(DATASET, rel), record_id=rel, text=lay.text, source_file=rel,

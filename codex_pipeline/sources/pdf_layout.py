@@ -165,7 +165,10 @@ def layout(pages: Sequence[PdfPage], outline: Sequence[OutlineItem]) -> PdfLayou
             parts.append(line.text + "\n")
             pos += len(line.text) + 1
         builder.flush(blocks)
-        blocks.append(Block("page", start, pos, str(page.number), {"width": page.width, "height": page.height}))
+        meta = {"width": page.width, "height": page.height}
+        if page.ocr_confidence is not None:
+            meta["ocr_confidence"] = page.ocr_confidence
+        blocks.append(Block("page", start, pos, str(page.number), meta))
     blocks.sort(key=lambda b: (b.start, b.kind != "page"))
     return PdfLayout("".join(parts), blocks, source, list(running))
 

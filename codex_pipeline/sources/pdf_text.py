@@ -23,7 +23,8 @@ from typing import Any
 # was: that is a line break after a hyphen, as printed (the chunker rejoins the word)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\ufffe")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\uffff]")  # U+0002: pdfium's other hyphen mark
-NO_TEXT_LAYER = "has no text layer (a scanned image); OCR is not available"
+OCR_MISSING = "OCR is not available: install tesseract-ocr (scripts/install_ocr.sh)"
+NO_TEXT_LAYER = f"has no text layer (a scanned image); {OCR_MISSING}"
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class PdfLimits:
     max_pages: int = 2000
     max_page_chars: int = 100_000
     max_bytes: int = 256 * 1024 * 1024
+    ocr: bool = True  # OCR pages without a text layer when tesseract is installed (sources.pdf_ocr)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class PdfPage:
     height: float
     lines: list[Line] = field(default_factory=list)
     problem: str | None = None  # why the page gave no text (a page reject), None when read
+    ocr_confidence: float | None = None  # mean word confidence (0-100) when the lines come from OCR
 
 
 @dataclass(frozen=True)
@@ -154,12 +157,31 @@ def read_page(page: Any, number: int, limits: PdfLimits) -> PdfPage:
         raw = tp.get_text_range() if n else ""
         if not raw.strip():
             if _has_images(page):
-                out.problem = f"page {number} {NO_TEXT_LAYER}"
+                _ocr(page, out, limits)
             return out
         out.lines = _lines(tp, raw, len(raw) == n, (0.0, 0.0, width, height))
     finally:
         tp.close()
     return out
+
+
+def _ocr(page: Any, out: PdfPage, limits: PdfLimits) -> None:
+    """Fill ``out`` from OCR, or say why its page stays unread."""
+    from codex_pipeline.sources.pdf_ocr import MIN_CONFIDENCE, OcrError, engine_version, ocr_page
+
+    if not limits.ocr or engine_version() is None:
+        out.problem = f"page {out.number} {NO_TEXT_LAYER}"
+        return
+    try:
+        got = ocr_page(page, out.height)
+    except OcrError as exc:
+        out.problem = f"page {out.number} has no text layer and OCR failed: {exc}"
+        return
+    if not got.lines or got.confidence < MIN_CONFIDENCE:
+        out.problem = (f"page {out.number} has no text layer and OCR could not read it (mean word confidence "
+                       f"{got.confidence:.0f}, under {MIN_CONFIDENCE:.0f})")
+        return
+    out.lines, out.ocr_confidence = got.lines, got.confidence
 
 
 def _has_images(page: Any) -> bool:

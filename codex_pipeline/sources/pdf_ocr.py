@@ -1,0 +1,96 @@
+"""OCR of a PDF page with no text layer: Debian's ``tesseract`` (5.x), offline, by its command line.
+
+Chosen by measurement on the four typewritten Rivergrove scans (15 pages) against their hand
+transcriptions (``docs/datasets/documents.md``): tesseract 5.3 had the lower character error
+rate on 3 of 4 files and overall, at the same speed as ``rapidocr-onnxruntime``, and needs no
+Python package (rapidocr brings OpenCV and onnxruntime). ``scripts/install_ocr.sh`` installs it.
+
+The page is rendered by pdfium at 300 dpi in grey, handed to tesseract as a PGM on stdin, and
+its TSV output (words with boxes and confidences) becomes the page's lines, in PDF points, so
+the layout step treats an OCR page as any other. The page's confidence is the mean of its
+words' (0–100); a page under :data:`MIN_CONFIDENCE`, or with no words, is not read.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from codex_pipeline.sources.pdf_text import Line
+
+ENGINE = "tesseract5"
+"""The OCR engine the reader is written for: part of the documents ``source_version``."""
+DPI = 300
+MIN_CONFIDENCE = 50.0
+TIMEOUT_S = 180
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    lines: list[Line]
+    confidence: float  # mean word confidence, 0-100
+
+
+class OcrError(Exception):
+    """The page could not be read by OCR; the message is the reject reason's tail."""
+
+
+@functools.cache
+def engine_version() -> str | None:
+    """``tesseract 5.3.0`` when tesseract is installed, else None (scanned pages are then rejected)."""
+    exe = shutil.which("tesseract")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = (out.stdout or out.stderr).strip().splitlines()
+    return first[0].strip() if first and first[0].startswith("tesseract") else None
+
+
+def ocr_page(page: Any, height_pt: float, lang: str = "eng") -> OcrPage:
+    """The page's lines as tesseract reads them (:class:`OcrError` when it cannot)."""
+    bitmap = page.render(scale=DPI / 72, grayscale=True)
+    pixels = bitmap.to_numpy()
+    h, w = pixels.shape[0], pixels.shape[1]
+    pgm = b"P5\n%d %d\n255\n" % (w, h) + pixels.reshape(h, -1)[:, :w].tobytes()
+    try:
+        done = subprocess.run(["tesseract", "stdin", "stdout", "-l", lang, "--psm", "3", "tsv"],
+                              input=pgm, capture_output=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise OcrError(f"OCR took over {TIMEOUT_S} s") from None
+    except OSError as exc:
+        raise OcrError(f"tesseract could not run ({exc.strerror or exc})") from None
+    if done.returncode != 0:
+        raise OcrError(f"tesseract failed ({done.stderr.decode(errors='replace').strip()[:200]})")
+    return _lines(done.stdout.decode("utf-8", "replace"), height_pt)
+
+
+def _lines(tsv: str, height_pt: float) -> OcrPage:
+    """Words grouped by (block, paragraph, line) in tesseract's order; boxes from pixels to points."""
+    scale = 72 / DPI
+    groups: dict[tuple[str, str, str], list[list[str]]] = {}
+    confs: list[float] = []
+    for row in tsv.splitlines()[1:]:
+        f = row.split("\t")
+        if len(f) < 12 or f[0] != "5" or not f[11].strip():
+            continue
+        conf = float(f[10])
+        if conf >= 0:
+            confs.append(conf)
+        groups.setdefault((f[2], f[3], f[4]), []).append(f)
+    lines = []
+    for words in groups.values():
+        left = min(int(w[6]) for w in words)
+        top = min(int(w[7]) for w in words)
+        right = max(int(w[6]) + int(w[8]) for w in words)
+        bottom = max(int(w[7]) + int(w[9]) for w in words)
+        text = " ".join(w[11].strip() for w in words)
+        size = round((bottom - top) * scale, 1)
+        lines.append(Line(text, round(left * scale, 1), round(height_pt - bottom * scale, 1),
+                          round(right * scale, 1), round(height_pt - top * scale, 1), size))
+    return OcrPage(lines, round(sum(confs) / len(confs), 1) if confs else 0.0)
