@@ -44,7 +44,7 @@ class PdfLayout:
     text: str
     blocks: list[Block]
     headings: str  # "outline" | "font" | "none"
-    running: list[str] = field(default_factory=list)  # the distinct running lines, as first seen
+    running: list[str] = field(default_factory=list)  # one line per distinct running line (digits ignored)
 
 
 def _key(line: str) -> str:
@@ -147,18 +147,18 @@ def layout(pages: Sequence[PdfPage], outline: Sequence[OutlineItem]) -> PdfLayou
         source = "none"
     parts: list[str] = []
     blocks: list[Block] = []
-    running: dict[str, None] = {}
+    running: dict[str, str] = {}  # key (digits ignored) -> the first line seen with it
     pos = 0
     for k, page in enumerate(pages):
         if k:
             parts.append("\n")
             pos += 1
         start = pos
-        builder = _PageBlocks(page.number, pages[k].height)
+        builder = _PageBlocks(page.number)
         for i, line in enumerate(page.lines):
             if i in skip[k]:
                 blocks.append(Block("running", pos, pos + len(line.text), meta={"page": page.number}))
-                running.setdefault(line.text)
+                running.setdefault(_key(line.text), line.text)
                 builder.flush(blocks)
             else:
                 builder.add(line, pos, heads.get((k, i)), blocks)
@@ -170,13 +170,13 @@ def layout(pages: Sequence[PdfPage], outline: Sequence[OutlineItem]) -> PdfLayou
             meta["ocr_confidence"] = page.ocr_confidence
         blocks.append(Block("page", start, pos, str(page.number), meta))
     blocks.sort(key=lambda b: (b.start, b.kind != "page"))
-    return PdfLayout("".join(parts), blocks, source, list(running))
+    return PdfLayout("".join(parts), blocks, source, list(running.values()))
 
 
 class _PageBlocks:
     """Groups a page's consecutive lines into heading / item / table / para blocks."""
 
-    def __init__(self, page: int, height: float) -> None:
+    def __init__(self, page: int) -> None:
         self.page = page
         self.kind = ""
         self.lines: list[tuple[Line, int]] = []
