@@ -1,7 +1,7 @@
 """The ``documents`` landing format: files as users have them, one folder, mixed types.
 
-Each file is routed by its content, not only its name: ``%PDF`` in its first kilobyte is a
-PDF (``sources.pdf_text`` + ``sources.pdf_layout``), a zip holding ``word/document.xml``
+Each file is routed by its content, not only its name: ``%PDF-`` at its start (or after
+binary junk in its first kilobyte, which readers tolerate) is a PDF (``sources.pdf_text`` + ``sources.pdf_layout``), a zip holding ``word/document.xml``
 is a DOCX (``sources.docx_text``), and anything else that decodes as UTF-8 is Markdown
 (``.md``/``.mdx``/``.markdown``, or text that opens with a Markdown heading), HTML (a
 ``.htm(l)`` name or markup that opens with ``<!doctype html``/``<html``) or plain text.
@@ -43,7 +43,8 @@ def sniff(path: Path) -> str:
     """``pdf`` | ``docx`` | ``zip`` | ``text`` from the file's first bytes."""
     with path.open("rb") as f:
         head = f.read(1024)
-    if b"%PDF-" in head:
+    at = head.find(b"%PDF-")
+    if at == 0 or at > 0 and (b"\x00" in head[:at] or not _utf8(head[:at])):  # junk before the header: binary only
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
         try:
@@ -52,6 +53,14 @@ def sniff(path: Path) -> str:
         except zipfile.BadZipFile:
             return "zip"
     return "text"
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def pdf_document(path: Path, rel: str, rejects: list[Reject], limits: PdfLimits = DEFAULT_PDF_LIMITS) -> SourceDocument | None:

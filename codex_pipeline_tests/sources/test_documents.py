@@ -40,13 +40,16 @@ def test_files_are_routed_by_content_not_by_name(tmp_path: Path) -> None:
     (day / "notes.md").write_text("# Notes\n\nSome *markdown* notes.\n")
     (day / "page.txt").write_text("<!DOCTYPE html><html><title>Hi</title><body><p>An HTML page.</p></body></html>")
     (day / "plain").write_text("First paragraph.\n\nSecond paragraph.\n")
+    (day / "about-pdf.txt").write_text("A note: every PDF starts with %PDF-1.7 and ends with %%EOF.\n")
+    (day / "junk.dat").write_bytes(b"\x00\xff\x01garbage" + make_pdf([text_page(["Text after junk."])]))
     with zipfile.ZipFile(day / "archive.zip", "w") as z:
         z.writestr("a.txt", "x")
     (day / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01")
     rejects: list[Reject] = []
     docs = {d.record_id: d for d in iter_documents_day(day, rejects)}
     assert {k: d.payload["format"] for k, d in docs.items()} == {
-        "agenda.bin": "pdf", "plan.docx": "docx", "notes.md": "markdown", "page.txt": "html", "plain": "text"}
+        "agenda.bin": "pdf", "plan.docx": "docx", "notes.md": "markdown", "page.txt": "html", "plain": "text",
+        "about-pdf.txt": "text", "junk.dat": "pdf"}
     assert all(d.doc_id == f"urn:aprs:documents:{k}" for k, d in docs.items())
     assert sorted(r.source_file for r in rejects) == ["archive.zip", "image.png"]
     assert "not a DOCX" in next(r.reason for r in rejects if r.source_file == "archive.zip")
