@@ -156,10 +156,10 @@ def _step_events(db: Path) -> list[tuple[str, str]]:
         return []
 
 
-def _running_steps(db: Path) -> list[str]:
-    """Steps with a STEP_START and no end: what was running when the process died."""
+def _open_steps(events: list[tuple[str, str]]) -> list[str]:
+    """Steps with a STEP_START and no end event: what is running."""
     running: dict[str, None] = {}
-    for kind, step in _step_events(db):
+    for kind, step in events:
         if kind == "STEP_START":
             running[step] = None
         else:
@@ -168,19 +168,27 @@ def _running_steps(db: Path) -> list[str]:
 
 
 def kill_during(site: Site, day: str, step: str, sig: signal.Signals) -> tuple[str, int]:
-    """Start ``codex materialize DAY``, send ``sig`` as soon as ``step`` starts; (steps running then, exit code)."""
+    """Start ``codex materialize DAY``, send ``sig`` as soon as ``step`` starts.
+
+    Returns the steps running when the signal was sent, each with the event that ended it in the
+    run's log afterwards (``no end event`` after a SIGKILL, ``STEP_FAILURE`` after a SIGTERM
+    that interrupted it), and the process's exit code.
+    """
     before = site.run_dbs()
     proc = site.start(f"kill-{step}-{sig.name}.log", "materialize", day)
     deadline = time.monotonic() + STEP_TIMEOUT_S
     db: Path | None = None
     sent = False
+    at_signal: list[str] = []
     while proc.poll() is None and time.monotonic() < deadline:
         if db is None:
             new = site.run_dbs() - before
             db = next(iter(new), None)
-        if db is not None and any(k == "STEP_START" and s == step for k, s in _step_events(db)):
+        events = _step_events(db) if db is not None else []
+        if any(k == "STEP_START" and s == step for k, s in events):
             os.killpg(proc.pid, sig)
             sent = True
+            at_signal = _open_steps(events)
             break
         time.sleep(0.01)
     try:
@@ -191,8 +199,9 @@ def kill_during(site: Site, day: str, step: str, sig: signal.Signals) -> tuple[s
         return "did not stop on " + sig.name, code
     if not sent:
         return f"run ended before {step} started", code
-    running = _running_steps(db) if db is not None else []
-    return (",".join(running) or "none (between steps)"), code
+    ends = {s: k for k, s in (_step_events(db) if db is not None else []) if k != "STEP_START"}
+    running = ", ".join(f"{s} (then {ends.get(s, 'no end event')})" for s in at_signal)
+    return running or "no step (between steps)", code
 
 
 # --------------------------------------------------------------------------- checks
@@ -280,11 +289,12 @@ class Checks:
     lost_examples: list[str] = field(default_factory=list)
     duplicate_ids: int = 0
     temp_files: int = 0
+    search_misses: list[str] = field(default_factory=list)  # a current document codex search did not return
 
     @property
     def ok(self) -> bool:
         return not (self.open_runs or self.rerun_differs or self.offsets_wrong or self.documents_lost
-                    or self.duplicate_ids)
+                    or self.duplicate_ids or self.search_misses)
 
 
 def _landing_files(site: Site, ds: str, days: Sequence[str]) -> list[tuple[str, str]]:
@@ -427,13 +437,15 @@ class FaultResult:
 
 
 def _damaged(site: Site) -> str:
-    """What ``codex search`` and ``codex query`` answer on a damaged site: exit codes, traceback, last line."""
+    """What ``codex search`` (as it is, then with ``--no-refresh``: the index as it is) and ``codex query``
+    answer on a damaged site: exit codes, hits, traceback, the last line of stderr."""
     out = []
-    for name, args in (("search", ["search", SEARCHES[0], "-k", "5", "--json"]),
+    for name, args in (("search --no-refresh", ["search", SEARCHES[0], "-k", "5", "--json", "--no-refresh"]),
+                       ("search", ["search", SEARCHES[0], "-k", "5", "--json"]),
                        ("query", ["query", f"SELECT count(*) FROM codex.{FAULT_DATASET}_chunks"])):
         proc = site.codex(*args, timeout=120)
         hits = ""
-        if name == "search" and proc.returncode == 0:
+        if name.startswith("search") and proc.returncode == 0:
             with contextlib.suppress(ValueError):
                 found = json.loads(proc.stdout)
                 hits = f", {len(found)} hits ({sum(h['dataset'] == FAULT_DATASET for h in found)} {FAULT_DATASET})"
@@ -448,28 +460,28 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
     ds = FAULT_DATASET
     results: list[FaultResult] = []
 
-    def fault(name: str, day: str, act) -> None:  # type: ignore[no-untyped-def]
+    def fault(name: str, day: str, act, first_run: bool = False) -> None:  # type: ignore[no-untyped-def]
+        """``act`` breaks the day (on its first run, or on a site that has it), then a rerun and the checks."""
         if fault_names and name not in fault_names:
             return
         t0 = time.perf_counter()
         print(f"fault {name} on {day} ...", flush=True)
+        if not first_run and day not in done:  # with --only: the fault needs the day materialized once
+            site.materialize(day)
         detail = act(day)
         rerun = site.materialize(day)
+        done.add(day)
         detail += f"; rerun exit {rerun}"
-        checks = check(site, days_done(), clean)
+        checks = check(site, sorted(done), clean)
         results.append(FaultResult(name, day, detail, checks, time.perf_counter() - t0))
         print(f"  {detail}\n  {'ok' if checks.ok else 'FAILED'}: {_summary(checks)}", flush=True)
 
-    done: list[str] = []
-
-    def days_done() -> list[str]:
-        return sorted(set(done))
+    done: set[str] = set()  # days rerun on this site so far: the ones checked
 
     def kill(step: str, sig: signal.Signals):  # type: ignore[no-untyped-def]
         def act(day: str) -> str:
             running, code = kill_during(site, day, f"{ds}__{step}", sig)
-            done.append(day)
-            return f"{sig.name} while running {running} (exit {code}); open after fault: {len(open_runs(site.home))}"
+            return f"{sig.name} while {running} ran (exit {code}); runs open after the fault: {len(open_runs(site.home))}"
         return act
 
     def two_at_once(day: str) -> str:
@@ -497,16 +509,57 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
         shutil.rmtree(folder)
         return f"removed {folder.relative_to(site.data)}; {_damaged(site)}"
 
-    fault("SIGKILL in chunks", d1, kill("chunks", signal.SIGKILL))
-    fault("SIGKILL in embeddings", d2, kill("embeddings", signal.SIGKILL))
-    fault("SIGKILL in search_index", d3, kill("search_index", signal.SIGKILL))
+    fault("SIGKILL in chunks", d1, kill("chunks", signal.SIGKILL), first_run=True)
+    fault("SIGKILL in embeddings", d2, kill("embeddings", signal.SIGKILL), first_run=True)
+    fault("SIGKILL in search_index", d3, kill("search_index", signal.SIGKILL), first_run=True)
     fault("SIGTERM in embeddings", d1, kill("embeddings", signal.SIGTERM))
-    done.extend(days)
     fault("two runs of one day at once", d2, two_at_once)
     fault("materialize while searching", d3, with_searches)
     fault("truncated chunks file", d1, truncated_chunks)
     fault("deleted search index", d2, deleted_index)
     return results
+
+
+RELANDED = "library-board-meeting-summary.txt"
+RELANDED_QUERY = "Eastbrook Public Library board of trustees regular meeting summary"
+
+
+def _finds(site: Site, doc_id: str, *flags: str) -> str:
+    """Whether ``codex search`` (with ``flags``) returns the document among its first 10 narrative hits."""
+    proc = site.codex("search", RELANDED_QUERY, "-d", "narrative", "-k", "10", "--json", *flags, timeout=120)
+    if proc.returncode != 0:
+        return f"exit {proc.returncode}{' TRACEBACK' if _traceback(proc.stderr) else ''}: {_last_line(proc.stderr)}"
+    try:
+        hits = json.loads(proc.stdout)
+    except ValueError:
+        return "not JSON"
+    return "found" if any(h["doc_id"] == doc_id for h in hits) else f"MISSING ({len(hits)} other hits)"
+
+
+def run_relanded(site: Site, days: Sequence[str]) -> FaultResult:
+    """Issue 29 item 1: a document landed again (with an addendum) on a later day, its run stopped in
+    ``narrative__embeddings``: does ``codex search`` still return the document, before and after the rerun?"""
+    t0 = time.perf_counter()
+    d1, d2 = days[0], days[1]
+    print(f"fault re-landed document, SIGTERM in narrative__embeddings on {d2} ...", flush=True)
+    site.materialize(d1)
+    text = (site.data / "landing" / "narrative" / d1 / RELANDED).read_text(encoding="utf-8")
+    (site.data / "landing" / "narrative" / d2 / RELANDED).write_text(
+        text + "\n\nADDENDUM\n\nThe Board corrected the date of its December meeting.\n", encoding="utf-8")
+    doc_id = f"urn:aprs:narrative:{RELANDED}"
+    before = _finds(site, doc_id, "--no-refresh")
+    running, code = kill_during(site, d2, "narrative__embeddings", signal.SIGTERM)
+    stopped = {"--no-refresh": _finds(site, doc_id, "--no-refresh"), "refreshing": _finds(site, doc_id)}
+    rerun = site.materialize(d2)
+    after = _finds(site, doc_id, "--no-refresh")
+    checks = check(site, [d1, d2], None)
+    misses = [f"{k} after the stop: {v}" for k, v in stopped.items() if v != "found"]
+    misses += [f"after the rerun: {after}"] if after != "found" else []
+    checks.search_misses = misses
+    detail = (f"search before: {before}; SIGTERM while {running} ran (exit {code}); after the stop: search --no-refresh "
+              f"{stopped['--no-refresh']}, search {stopped['refreshing']}; rerun exit {rerun}; after it: {after}")
+    print(f"  {detail}\n  {'ok' if checks.ok else 'FAILED'}: {_summary(checks)}", flush=True)
+    return FaultResult("re-landed doc, SIGTERM in embeddings", d2, detail, checks, time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------------------- load
@@ -527,13 +580,15 @@ class LoadResult:
     seconds: float
 
 
-def run_load(site: Site, clean: Site, days: Sequence[str]) -> LoadResult:
-    print(f"load: {len(days)} days at once, 2 query loops, 1 search loop ...", flush=True)
+def run_load(site: Site, clean: Site, days: Sequence[str], rounds: int) -> LoadResult:
+    print(f"load: {len(days)} days at once ({rounds} round(s)), 2 query loops, 1 search loop ...", flush=True)
     t0 = time.perf_counter()
     site.materialize(days[0])  # the loops need views and an index to read; the other days land during the load
+    codes: list[int] = []
     with Loop(site, "query") as q1, Loop(site, "query") as q2, Loop(site, "search") as s:
-        procs = [site.start(f"load-{d}.log", "materialize", d) for d in days]
-        codes = [p.wait(timeout=STEP_TIMEOUT_S * 2) for p in procs]
+        for r in range(rounds):
+            procs = [site.start(f"load-{r}-{d}.log", "materialize", d) for d in days]
+            codes += [p.wait(timeout=STEP_TIMEOUT_S * 2) for p in procs]
     loops = (q1, q2, s)
     checks = check(site, days, clean)
     result = LoadResult(list(days), codes, q1.runs + q2.runs, q1.errors + q2.errors, s.runs, s.errors, s.empty,
@@ -551,8 +606,8 @@ def run_load(site: Site, clean: Site, days: Sequence[str]) -> LoadResult:
 def _summary(c: Checks) -> str:
     parts = [f"open runs {len(c.open_runs)}", f"rerun != clean {len(c.rerun_differs)}",
              f"offsets wrong {c.offsets_wrong}/{c.offsets_checked}", f"documents lost {c.documents_lost}",
-             f"duplicate ids {c.duplicate_ids}", f"temp files {c.temp_files}"]
-    extra = c.open_runs + c.rerun_differs + c.wrong_examples + c.lost_examples
+             f"duplicate ids {c.duplicate_ids}", f"temp files {c.temp_files}", f"search misses {len(c.search_misses)}"]
+    extra = c.open_runs + c.rerun_differs + c.wrong_examples + c.lost_examples + c.search_misses
     return ", ".join(parts) + ("".join(f"\n    {e}" for e in extra) if extra else "")
 
 
@@ -585,7 +640,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_DATASETS)} (a few minutes)")
     p.add_argument("--json", action="store_true", help="print the results as JSON after the table")
     p.add_argument("--keep", type=Path, help="create the scratch sites under this folder and keep them")
-    p.add_argument("--only", action="append", help="run only this fault (repeatable; 'load' for the load)")
+    p.add_argument("--only", action="append", help="run only this fault (its name in the table; repeatable; 'load' for the load, 'relanded' for the "
+                   "re-landed document)")
+    p.add_argument("--load-rounds", type=int, help="times the 3 days are materialized at once under the load "
+                   "(default 1 with --quick, else 3)")
     args = p.parse_args(argv)
     datasets = QUICK_DATASETS if args.quick else tuple(sorted(p.name for p in sample_root().iterdir() if p.is_dir()))
     days = sample_days()[:3]
@@ -602,7 +660,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         only = set(args.only or ())
         faults = run_faults(Site(scratch / "faults", datasets).setup(), clean, days, only - {"load"} or None) \
             if only != {"load"} else []
-        load = run_load(Site(scratch / "load", datasets).setup(), clean, days) if not only or "load" in only else None
+        if not only or "relanded" in only:
+            faults.append(run_relanded(Site(scratch / "relanded", datasets).setup(), days))
+        load = run_load(Site(scratch / "load", datasets).setup(), clean, days,
+                        args.load_rounds or (1 if args.quick else 3)) if not only or "load" in only else None
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
