@@ -450,7 +450,9 @@ def _damaged(site: Site) -> str:
                 found = json.loads(proc.stdout)
                 hits = f", {len(found)} hits ({sum(h['dataset'] == FAULT_DATASET for h in found)} {FAULT_DATASET})"
         tb = " TRACEBACK" if _traceback(proc.stderr) else ""
-        warn = f" [{_last_line(proc.stderr)[:120]}]" if proc.stderr.strip() else ""
+        said = [ln for ln in proc.stderr.splitlines() if "warning" in ln or "error" in ln or ln.startswith("codex")]
+        said = [ln for ln in said if " hit(s) in " not in ln]
+        warn = f" [{' | '.join(ln[:200] for ln in said)}]" if said else ""
         out.append(f"{name} exit {proc.returncode}{hits}{tb}{warn}")
     return "; ".join(out)
 
@@ -518,6 +520,60 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
     fault("truncated chunks file", d1, truncated_chunks)
     fault("deleted search index", d2, deleted_index)
     return results
+
+
+FULL_DISK_SCRIPT = r"""
+set -u
+mount -t tmpfs -o size=64m tmpfs "$DATA" || exit 97
+cp -a "$STAGE/." "$DATA/"
+avail=$(df -k --output=avail "$DATA" | tail -1)
+dd if=/dev/zero of="$DATA/.filler" bs=1K count=$((avail - FREE_KB)) status=none 2>/dev/null
+df -k --output=avail "$DATA" | tail -1 > "$OUT/free_kb"
+"$PY" -m codex_pipeline.cli materialize "$DAY" > "$OUT/fault.out" 2> "$OUT/fault.err"; echo $? > "$OUT/fault.rc"
+rm -f "$DATA/.filler"
+"$PY" -m codex_pipeline.cli materialize "$DAY" > "$OUT/rerun.out" 2> "$OUT/rerun.err"; echo $? > "$OUT/rerun.rc"
+cp -a "$DATA/." "$COPY/"
+"""
+
+
+def namespaces_work() -> bool:
+    """Whether a tmpfs can be mounted in a user and mount namespace here (no root needed where allowed)."""
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def run_full_disk(site: Site, clean: Site, day: str, free_kb: int) -> FaultResult | None:
+    """The data dir on a 64 MB tmpfs (in a private mount namespace) with ``free_kb`` left: a run, the
+    disk freed, a rerun; the data dir is copied back out to its own path for the checks."""
+    t0 = time.perf_counter()
+    print(f"fault full data disk ({free_kb} KB free) on {day} ...", flush=True)
+    stage, copy, out = site.root / "stage", site.root / "copy", site.root / "out"
+    site.data.rename(stage)
+    for d in (site.data, copy, out):
+        d.mkdir()
+    env = dict(site.env(), STAGE=str(stage), DATA=str(site.data), COPY=str(copy), OUT=str(out), DAY=day,
+               FREE_KB=str(free_kb), PY=sys.executable)
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "bash", "-c", FULL_DISK_SCRIPT],
+                          env=env, cwd=site.root, capture_output=True, text=True, timeout=STEP_TIMEOUT_S * 2)
+    if proc.returncode == 97 or not (out / "rerun.rc").exists():
+        print(f"  skipped: no tmpfs in a user namespace here ({_last_line(proc.stderr)})")
+        return None
+    site.data.rmdir()
+    copy.rename(site.data)
+    err = (out / "fault.err").read_text(errors="replace")
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("No dagster instance")]
+    failed = sorted({ln.split(" - ")[6] for ln in lines if " - STEP_FAILURE - " in ln and ln.count(" - ") > 6})
+    stack = " with Dagster's stack traces" if "Stack Trace:" in err else ""
+    detail = (f"{(out / 'free_kb').read_text().strip()} KB free: run exit {(out / 'fault.rc').read_text().strip()}, "
+              f"{len(lines)} stderr line(s){' TRACEBACK' if _traceback(err) else ''}{stack}, steps failed: "
+              f"{', '.join(failed) or 'none'}, 'No space left on device' said: {'yes' if 'No space left' in err else 'NO'}; "
+              f"runs open after the fault: {len(open_runs(site.home))}; "
+              f"disk freed, rerun exit {(out / 'rerun.rc').read_text().strip()}")
+    checks = check(site, [day], clean)
+    print(f"  {detail}\n  {'ok' if checks.ok else 'FAILED'}: {_summary(checks)}", flush=True)
+    return FaultResult(f"full data disk, {free_kb} KB free", day, detail, checks, time.perf_counter() - t0)
 
 
 RELANDED = "library-board-meeting-summary.txt"
@@ -641,7 +697,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print the results as JSON after the table")
     p.add_argument("--keep", type=Path, help="create the scratch sites under this folder and keep them")
     p.add_argument("--only", action="append", help="run only this fault (its name in the table; repeatable; 'load' for the load, 'relanded' for the "
-                   "re-landed document)")
+                   "re-landed document, 'full disk' for the full data disk)")
     p.add_argument("--load-rounds", type=int, help="times the 3 days are materialized at once under the load "
                    "(default 1 with --quick, else 3)")
     args = p.parse_args(argv)
@@ -662,6 +718,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if only != {"load"} else []
         if not only or "relanded" in only:
             faults.append(run_relanded(Site(scratch / "relanded", datasets).setup(), days))
+        if (not only or "full disk" in only) and namespaces_work():
+            for kb in (250,) if args.quick else (60, 250, 500):
+                full = run_full_disk(Site(scratch / f"full-{kb}", datasets).setup(), clean, days[0], kb)
+                faults += [full] if full else []
+        elif not only or "full disk" in only:
+            print("full disk: skipped (needs unshare with user and mount namespaces)")
         load = run_load(Site(scratch / "load", datasets).setup(), clean, days,
                         args.load_rounds or (1 if args.quick else 3)) if not only or "load" in only else None
     finally:
