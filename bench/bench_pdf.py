@@ -9,7 +9,15 @@ Side by side in one run, in pages per second over every PDF of the folder (defau
 - ``step``: what the Dagster assets run: the reader (``sources.documents.pdf_document``:
   lines, boxes, running lines, headings, blocks) plus ``pipeline.chunk`` (contract rows:
   ids, anchors, locators); the ratio step/bare has a target of 1.5;
-- ``pypdf`` and ``pdfplumber`` bare extraction, when installed (other paths a user picks).
+- ``pypdf`` and ``pdfplumber`` bare extraction, when installed;
+- two chunking paths a user would pick instead, when installed: pypdf's page text through
+  LlamaIndex's ``SentenceSplitter`` (512 tokens, overlap 64: one node per piece, page in the
+  node's metadata) and through LangChain's ``RecursiveCharacterTextSplitter`` (2,000 characters,
+  overlap 200, ``langchain-text-splitters``), the LangChain ``PyPDFLoader`` way without its
+  community package.
+
+``bare`` and ``step`` are timed in alternation (pairs, so a busy machine slows both alike) in
+wall-clock and in process CPU time; the CPU ratio is the stable one on a shared machine.
 
 ``--check`` also reports what ``docs/datasets/documents.md`` states: every PDF chunked or
 rejected with a reason, offset mismatches, the chunk contract, and page accuracy (the first 8
@@ -86,6 +94,33 @@ def other(name: str, files: list[Path]) -> Callable[[], object] | None:
         return None
 
 
+def chunker(name: str, files: list[Path]) -> Callable[[], int] | None:
+    """pypdf page text through another library's splitter: chunks made over all files."""
+    try:
+        import pypdf
+
+        if name == "llamaindex":
+            from llama_index.core import Document
+            from llama_index.core.node_parser import SentenceSplitter
+
+            splitter = SentenceSplitter(chunk_size=512, chunk_overlap=64)
+
+            def llama() -> int:
+                docs = [Document(text=p.extract_text(), metadata={"file": f.name, "page": i + 1})
+                        for f in files for i, p in enumerate(pypdf.PdfReader(f).pages)]
+                return len(splitter.get_nodes_from_documents(docs))
+            return llama
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+        cutter = RecursiveCharacterTextSplitter(chunk_size=2000, chunk_overlap=200)
+
+        def lang() -> int:
+            return sum(len(cutter.split_text(p.extract_text())) for f in files for p in pypdf.PdfReader(f).pages)
+        return lang
+    except ImportError:
+        return None
+
+
 def timed(fn: Callable[[], object], reps: int) -> float:
     times = []
     for _ in range(reps):
@@ -93,6 +128,18 @@ def timed(fn: Callable[[], object], reps: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def paired(a: Callable[[], object], b: Callable[[], object], reps: int) -> tuple[float, float, float, float]:
+    """Median wall and CPU seconds of ``a`` and ``b`` run in alternation: (wall a, wall b, cpu a, cpu b)."""
+    runs: list[tuple[float, float]] = []
+    for _ in range(reps):
+        for fn in (a, b):
+            w, c = time.perf_counter(), time.process_time()
+            fn()
+            runs.append((time.perf_counter() - w, time.process_time() - c))
+    med = [statistics.median(r[k] for r in runs[i::2]) for k in (0, 1) for i in (0, 1)]
+    return med[0], med[1], med[2], med[3]
 
 
 def check(root: Path, files: list[Path]) -> None:
@@ -141,17 +188,27 @@ def main() -> None:
     files = sorted(root.rglob("*.pdf"))
     pages = bare_pdfium(files)  # also the warm-up
     step(files, root)
-    t_bare = timed(lambda: bare_pdfium(files), args.reps)
-    t_step = timed(lambda: step(files, root), args.reps)
-    print(f"{len(files)} PDFs, {pages} pages, median of {args.reps}")
-    print(f"  bare pypdfium2 text:   {pages / t_bare:8.1f} pages/s")
-    print(f"  documents raw+chunks:  {pages / t_step:8.1f} pages/s  ratio {t_step / t_bare:.2f} (target <= {TARGET})")
+    t_bare, t_step, c_bare, c_step = paired(lambda: bare_pdfium(files), lambda: step(files, root), args.reps)
+    print(f"{len(files)} PDFs, {pages} pages, median of {args.reps} alternating pairs")
+    print(f"  bare pypdfium2 text:   {pages / t_bare:8.1f} pages/s  (CPU {pages / c_bare:.1f})")
+    print(f"  documents raw+chunks:  {pages / t_step:8.1f} pages/s  (CPU {pages / c_step:.1f})  "
+          f"ratio {t_step / t_bare:.2f} wall, {c_step / c_bare:.2f} CPU (target <= {TARGET})")
     for name in ("pypdf", "pdfplumber"):
         fn = other(name, files)
         if fn is None:
             print(f"  {name}: not installed")
             continue
         print(f"  bare {name} text: {pages / timed(fn, 1):10.1f} pages/s (one run)")
+    for name, label in (("llamaindex", "pypdf + LlamaIndex SentenceSplitter"),
+                        ("langchain", "pypdf + LangChain RecursiveCharacterTextSplitter")):
+        split = chunker(name, files)
+        if split is None:
+            print(f"  {label}: not installed")
+            continue
+        chunks: list[int] = []
+        secs = timed(lambda: chunks.append(split()), 1)  # noqa: B023 - called at once
+        print(f"  {label}: {pages / secs:8.1f} pages/s, {chunks[-1]} chunks (one run; no page-exact offsets, "
+              "running lines kept)")
     if args.check:
         check(root, files)
 

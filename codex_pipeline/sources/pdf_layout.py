@@ -34,6 +34,7 @@ _SPACE = re.compile(r"\s+")
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.I)
 _ITEM = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*[.)]|[A-Za-z][.)]|\(\w{1,4}\)|[ivxIVX]{1,5}\.|[•▪◦‣●■□➢\-–*])\s")
 _NUMBER = re.compile(r"^[-–(]?[$€£]?[\d.,]+%?[)]?$")
+_NUMBERS = re.compile(r"(?<!\S)[-–(]?[$€£]?[\d.,]+%?[)]?(?!\S)")  # _NUMBER tokens of a line, in one scan
 _CAPS_ITEM = re.compile(r"^(\d{1,2})\.\s+(?=[^a-z]*[A-Z]{3})[^a-z]{4,100}$")
 HEADING_RATIO = 1.15  # a heading's font is at least this much bigger than the body's
 MAX_HEADING_CHARS = 120
@@ -129,9 +130,8 @@ def numbered_headings(pages: Sequence[PdfPage], skip: list[set[int]]) -> dict[tu
 def _kind(line: Line) -> str:
     if _ITEM.match(line.text):
         return "item"
-    tokens = line.text.split()
-    numeric = sum(1 for t in tokens if _NUMBER.match(t))
-    return "row" if numeric >= 2 and numeric * 2 >= len(tokens) else "text"
+    numeric = len(_NUMBERS.findall(line.text))
+    return "row" if numeric >= 2 and numeric * 2 >= len(line.text.split()) else "text"
 
 
 def layout(pages: Sequence[PdfPage], outline: Sequence[OutlineItem]) -> PdfLayout:

@@ -191,8 +191,21 @@ def _has_images(page: Any) -> bool:
 
 
 def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float, float]) -> list[Line]:
-    """Split pdfium's text on its line breaks; boxes and sizes from the first and last characters."""
+    """Split pdfium's text on its line breaks; boxes and sizes from the first and last characters.
+
+    pdfium's C calls are made directly with reused ``c_double`` outputs: the ``get_charbox``
+    wrapper allocates four per call, and this loop is the reader's hottest (``bench/bench_pdf.py``).
+    """
+    from ctypes import byref, c_double
+
     import pypdfium2.raw as pdfium_c
+
+    charbox, font_size, handle = pdfium_c.FPDFText_GetCharBox, pdfium_c.FPDFText_GetFontSize, tp.raw
+    left, right, bottom, top = c_double(), c_double(), c_double(), c_double()
+    refs = (byref(left), byref(right), byref(bottom), byref(top))
+
+    def box_of(index: int) -> tuple[float, float, float, float] | None:
+        return (left.value, bottom.value, right.value, top.value) if charbox(handle, index, *refs) else None
 
     lines = []
     pos = 0
@@ -203,15 +216,14 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
         if text:
             lead = pos + len(seg) - len(seg.lstrip())
             last = pos + len(seg.rstrip()) - 1
-            if aligned:
-                a = tp.get_charbox(lead)
-                b = tp.get_charbox(last)
-                box = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-                size = pdfium_c.FPDFText_GetFontSize(tp.raw, lead)
+            a = box_of(lead) if aligned else None
+            z = box_of(last) if a is not None else None
+            if a is not None and z is not None:
+                lines.append(Line(text, round(min(a[0], z[0]), 1), round(min(a[1], z[1]), 1), round(max(a[2], z[2]), 1),
+                                  round(max(a[3], z[3]), 1), round(font_size(handle, lead), 1)))
             else:  # characters outside the BMP shift pdfium's indices: no per-line geometry
-                box, size = page_box, 0.0
-            x0, y0, x1, y1 = (round(v, 1) for v in box)
-            lines.append(Line(text, x0, y0, x1, y1, round(size, 1)))
+                x0, y0, x1, y1 = (round(v, 1) for v in page_box)
+                lines.append(Line(text, x0, y0, x1, y1, 0.0))
         if m is None:
             break
         pos = m.end()
