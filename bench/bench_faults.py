@@ -55,7 +55,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -462,7 +462,7 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
     ds = FAULT_DATASET
     results: list[FaultResult] = []
 
-    def fault(name: str, day: str, act, first_run: bool = False) -> None:  # type: ignore[no-untyped-def]
+    def fault(name: str, day: str, act: Callable[[str], str], first_run: bool = False) -> None:
         """``act`` breaks the day (on its first run, or on a site that has it), then a rerun and the checks."""
         if fault_names and name not in fault_names:
             return
@@ -480,7 +480,7 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
 
     done: set[str] = set()  # days rerun on this site so far: the ones checked
 
-    def kill(step: str, sig: signal.Signals):  # type: ignore[no-untyped-def]
+    def kill(step: str, sig: signal.Signals) -> Callable[[str], str]:
         def act(day: str) -> str:
             running, code = kill_during(site, day, f"{ds}__{step}", sig)
             return f"{sig.name} while {running} ran (exit {code}); runs open after the fault: {len(open_runs(site.home))}"
