@@ -1,0 +1,134 @@
+"""OCR character error rate of the documents reader on the Rivergrove typewritten scans.
+
+Every page of the four scanned PDFs of ``../shared/corpora/pdf/rivergrove-or`` is rendered and
+read by ``codex_pipeline.sources.pdf_ocr`` under each setting of a grid (render DPI, Otsu
+binarization, tesseract ``--psm``); the OCR pages' lines are joined as the reader's canonical
+text joins them and compared with the hand transcriptions in ``transcriptions/``. Both sides are
+lower-cased, Markdown marks and ``{{…}}`` wrappers removed (``{{filled:12th}}`` keeps ``12th``),
+whitespace collapsed.
+
+- ``CER`` = edit distance / reference length (the issue's measure; OCR of what the transcriptions
+  leave out, stamps, signature blocks, a second page, counts as insertions);
+- ``on transcribed`` = the same with insertions free (errors on the text the transcriptions hold).
+
+The transcriptions are per document, so the CER is per document (its pages listed) and overall
+(summed edit distances / summed lengths). Settings are chosen by leave-one-document-out: for each
+document the setting with the lowest overall CER on the other three is scored on it; the LOCO CER
+sums those held-out scores, once choosing by CER and once by the on-transcribed error. Nothing is
+tuned on the gold text beyond choosing among the grid.
+
+    python bench/bench_ocr.py --jobs 2                 # the whole grid, cached under --cache
+    python bench/bench_ocr.py --grid 300:3:0,400:6:1   # dpi:psm:otsu settings
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pypdfium2 as pdfium
+
+from codex_pipeline.sources.pdf_ocr import SETTINGS, OcrSettings, engine_version, ocr_pgm, render_pgm
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared/corpora/pdf/rivergrove-or"
+DOCS = ["1974-Ord-16-Parks", "1976-Res-22-PC", "1978-Ord-28-Parks", "1974-City-Charter"]
+GRID = [OcrSettings(dpi, psm, otsu) for dpi in (300, 400) for otsu in (False, True) for psm in (3, 4, 6)]
+
+
+def normalize(text: str) -> str:
+    text = re.sub(r"\{\{filled:([^}]*)\}\}", r"\1", text)
+    return " ".join(re.sub(r"\{\{[^}]*\}\}|[#*_>|`]", " ", text).lower().split())
+
+
+def edit_distance(hyp: str, ref: str, insertion: int = 1) -> int:
+    """Levenshtein distance, one numpy row per reference character (``insertion=0``: extra OCR text free)."""
+    h = np.frombuffer(hyp.encode("utf-32-le"), dtype=np.uint32)
+    cols = np.arange(len(h) + 1, dtype=np.int64)
+    row = cols * insertion
+    for i, c in enumerate(ref, 1):
+        code = ord(c)
+        tmp = np.empty_like(row)
+        tmp[0] = i
+        tmp[1:] = np.minimum(row[1:] + 1, row[:-1] + (h != code))
+        # insertions chain along the row: row[j] = min(tmp[j], row[j-1] + insertion)
+        row = np.minimum.accumulate(tmp - cols * insertion) + cols * insertion
+    return int(row[-1])
+
+
+def read_doc(name: str, settings: OcrSettings, pool: ThreadPoolExecutor) -> tuple[str, int, float]:
+    """The document's OCR text (pages joined by an empty line), its page count, seconds."""
+    pdf = pdfium.PdfDocument(CORPUS / f"{name}_SCANNED.pdf")
+    started = time.perf_counter()
+    jobs = []
+    for i in range(len(pdf)):
+        page = pdf[i]
+        pgm = render_pgm(page, settings)
+        jobs.append(pool.submit(ocr_pgm, pgm, page.get_size()[1], "eng", settings))
+        page.close()
+    pages = ["\n".join(line.text for line in job.result().lines) for job in jobs]
+    n = len(pdf)
+    pdf.close()
+    return "\n\n".join(pages), n, time.perf_counter() - started
+
+
+def measure(settings: OcrSettings, cache: dict, pool: ThreadPoolExecutor) -> dict[str, dict]:
+    out = {}
+    for name in DOCS:
+        key = f"{settings.tag}|{name}"
+        if key not in cache:
+            text, pages, secs = read_doc(name, settings, pool)
+            ref = normalize((CORPUS / "transcriptions" / f"{name}.md").read_text())
+            hyp = normalize(text)
+            cache[key] = {"pages": pages, "seconds": round(secs, 2), "ref": len(ref),
+                          "edits": edit_distance(hyp, ref), "edits_transcribed": edit_distance(hyp, ref, 0)}
+        out[name] = cache[key]
+    return out
+
+
+def overall(results: dict[str, dict], names: list[str], field: str = "edits") -> float:
+    return sum(results[n][field] for n in names) / sum(results[n]["ref"] for n in names)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid", help="dpi:psm:otsu,… (default: 300/400 × psm 3/4/6 × grey/Otsu)")
+    ap.add_argument("--jobs", type=int, default=1, help="pages read at once (tesseract processes)")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/bench_ocr_cache.json"))
+    args = ap.parse_args()
+    grid = GRID if not args.grid else [
+        OcrSettings(int(d), int(p), o == "1") for d, p, o in (g.split(":") for g in args.grid.split(","))]
+    cache = json.loads(args.cache.read_text()) if args.cache.exists() else {}
+    print(f"{engine_version()}; adopted in pdf_ocr: {SETTINGS.tag}")
+    table: dict[str, dict[str, dict]] = {}
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for settings in grid:
+            table[settings.tag] = measure(settings, cache, pool)
+            args.cache.write_text(json.dumps(cache))
+            r = table[settings.tag]
+            pages = sum(v["pages"] for v in r.values())
+            secs = sum(v["seconds"] for v in r.values())
+            per_doc = "  ".join(f"{n[:12]}({r[n]['pages']}p) {r[n]['edits'] / r[n]['ref']:.3f}" for n in DOCS)
+            print(f"{settings.tag:<18} CER {overall(r, DOCS):.3f}  on transcribed "
+                  f"{overall(r, DOCS, 'edits_transcribed'):.3f}  {pages / secs:.2f} pages/s  | {per_doc}", flush=True)
+    ref_total = sum(table[next(iter(table))][n]["ref"] for n in DOCS)
+    for field, label in (("edits", "CER"), ("edits_transcribed", "on transcribed")):
+        loco_edits = loco_ins = 0
+        for held in DOCS:
+            rest = [n for n in DOCS if n != held]
+            best = min(table, key=lambda tag: overall(table[tag], rest, field))  # noqa: B023 - used at once
+            loco_edits += table[best][held]["edits"]
+            loco_ins += table[best][held]["edits_transcribed"]
+            print(f"choosing by {label}: held out {held}: chosen on the other three {best}, its CER "
+                  f"{table[best][held]['edits'] / table[best][held]['ref']:.3f}, on transcribed "
+                  f"{table[best][held]['edits_transcribed'] / table[best][held]['ref']:.3f}")
+        print(f"choosing by {label}: LOCO CER {loco_edits / ref_total:.3f}  on transcribed {loco_ins / ref_total:.3f}  "
+              f"({ref_total} reference characters); chosen on all four: "
+              f"{min(table, key=lambda tag: overall(table[tag], DOCS, field))}")
+
+if __name__ == "__main__":
+    main()
