@@ -290,11 +290,12 @@ class Checks:
     duplicate_ids: int = 0
     temp_files: int = 0
     search_misses: list[str] = field(default_factory=list)  # a current document codex search did not return
+    reader_errors: list[str] = field(default_factory=list)  # a codex search / query of a loop that failed
 
     @property
     def ok(self) -> bool:
         return not (self.open_runs or self.rerun_differs or self.offsets_wrong or self.documents_lost
-                    or self.duplicate_ids or self.search_misses)
+                    or self.duplicate_ids or self.search_misses or self.reader_errors)
 
 
 def _landing_files(site: Site, ds: str, days: Sequence[str]) -> list[tuple[str, str]]:
@@ -462,6 +463,8 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
     ds = FAULT_DATASET
     results: list[FaultResult] = []
 
+    reader_errors: list[str] = []  # what a loop of a fault saw fail, for that fault's checks
+
     def fault(name: str, day: str, act: Callable[[str], str], first_run: bool = False) -> None:
         """``act`` breaks the day (on its first run, or on a site that has it), then a rerun and the checks."""
         if fault_names and name not in fault_names:
@@ -475,6 +478,7 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
         done.add(day)
         detail += f"; rerun exit {rerun}"
         checks = check(site, sorted(done), clean)
+        checks.reader_errors, reader_errors[:] = list(reader_errors), []
         results.append(FaultResult(name, day, detail, checks, time.perf_counter() - t0))
         print(f"  {detail}\n  {'ok' if checks.ok else 'FAILED'}: {_summary(checks)}", flush=True)
 
@@ -496,6 +500,9 @@ def run_faults(site: Site, clean: Site, days: Sequence[str], fault_names: set[st
     def with_searches(day: str) -> str:
         with Loop(site, "search") as loop:
             code = site.materialize(day)
+        reader_errors.extend(f"search during the run: {ln}" for ln in loop.error_lines)
+        if loop.errors > len(loop.error_lines):
+            reader_errors.append(f"search during the run: {loop.errors} errors in all")
         return (f"run exit {code}; {loop.runs} searches, {loop.errors} errors, {loop.empty} empty, "
                 f"{loop.tracebacks} tracebacks{(': ' + ' | '.join(loop.error_lines)) if loop.error_lines else ''}")
 
@@ -647,6 +654,7 @@ def run_load(site: Site, clean: Site, days: Sequence[str], rounds: int) -> LoadR
             codes += [p.wait(timeout=STEP_TIMEOUT_S * 2) for p in procs]
     loops = (q1, q2, s)
     checks = check(site, days, clean)
+    checks.reader_errors = [f"{lp.kind} during the load: {ln}" for lp in (q1, q2, s) for ln in lp.error_lines]
     result = LoadResult(list(days), codes, q1.runs + q2.runs, q1.errors + q2.errors, s.runs, s.errors, s.empty,
                         sum(lp.tracebacks for lp in loops), [ln for lp in loops for ln in lp.error_lines][:5],
                         checks, time.perf_counter() - t0)
@@ -662,8 +670,9 @@ def run_load(site: Site, clean: Site, days: Sequence[str], rounds: int) -> LoadR
 def _summary(c: Checks) -> str:
     parts = [f"open runs {len(c.open_runs)}", f"rerun != clean {len(c.rerun_differs)}",
              f"offsets wrong {c.offsets_wrong}/{c.offsets_checked}", f"documents lost {c.documents_lost}",
-             f"duplicate ids {c.duplicate_ids}", f"temp files {c.temp_files}", f"search misses {len(c.search_misses)}"]
-    extra = c.open_runs + c.rerun_differs + c.wrong_examples + c.lost_examples + c.search_misses
+             f"duplicate ids {c.duplicate_ids}", f"temp files {c.temp_files}", f"search misses {len(c.search_misses)}",
+             f"reader errors {len(c.reader_errors)}"]
+    extra = c.open_runs + c.rerun_differs + c.wrong_examples + c.lost_examples + c.search_misses + c.reader_errors
     return ", ".join(parts) + ("".join(f"\n    {e}" for e in extra) if extra else "")
 
 
