@@ -23,6 +23,7 @@ from typing import Any
 # was: that is a line break after a hyphen, as printed (the chunker rejoins the word)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\ufffe")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\uffff]")  # U+0002: pdfium's other hyphen mark
+_CONTROL_IN_LINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\uffff]")  # _CONTROL but CR (a line break, never in a line)
 OCR_MISSING = "OCR is not available: install tesseract-ocr (scripts/install_ocr.sh)"
 NO_TEXT_LAYER = f"has no text layer (a scanned image); {OCR_MISSING}"
 
@@ -184,6 +185,10 @@ def _ocr(page: Any, out: PdfPage, limits: PdfLimits) -> None:
     out.lines, out.ocr_confidence = got.lines, got.confidence
 
 
+def _control(c: re.Match[str]) -> str:
+    return "-" if c.group() == "\x02" else " "
+
+
 def _has_images(page: Any) -> bool:
     import pypdfium2.raw as pdfium_c
 
@@ -209,10 +214,12 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
 
     lines = []
     pos = 0
+    controls = _CONTROL_IN_LINE.search(raw) is not None  # most pages have none: no substitution per line
     for m in [*_LINE_BREAK.finditer(raw), None]:
         end = len(raw) if m is None else m.start()
         seg = raw[pos : end + 1] if m is not None and m.group() == "\ufffe" else raw[pos:end]  # keep the hyphen
-        text = _CONTROL.sub(lambda c: "-" if c.group() == "\x02" else " ", seg.replace("\ufffe", "-")).strip()
+        text = seg.replace("\ufffe", "-")
+        text = (_CONTROL.sub(_control, text) if controls else text).strip()
         if text:
             lead = pos + len(seg) - len(seg.lstrip())
             last = pos + len(seg.rstrip()) - 1
