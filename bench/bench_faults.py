@@ -88,6 +88,7 @@ class Site:
 
     root: Path
     datasets: Sequence[str]
+    dev: bool = False  # run the CLI under ``python -X dev``: tracebacks instead of one-line errors, to diagnose
 
     @property
     def data(self) -> Path:
@@ -111,13 +112,16 @@ class Site:
         return env
 
     def codex(self, *args: str, timeout: float = STEP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "codex_pipeline.cli", *args], env=self.env(), cwd=self.root,
+        return subprocess.run([*self.python(), "-m", "codex_pipeline.cli", *args], env=self.env(), cwd=self.root,
                               capture_output=True, text=True, timeout=timeout)
+
+    def python(self) -> list[str]:
+        return [sys.executable, "-X", "dev"] if self.dev else [sys.executable]
 
     def start(self, log: str, *args: str) -> subprocess.Popen[bytes]:
         """A backgrounded ``codex`` in a session of its own (so a kill reaches it and only it)."""
         out = open(self.root / log, "wb")  # noqa: SIM115 - closed with the process
-        return subprocess.Popen([sys.executable, "-m", "codex_pipeline.cli", *args], env=self.env(), cwd=self.root,
+        return subprocess.Popen([*self.python(), "-m", "codex_pipeline.cli", *args], env=self.env(), cwd=self.root,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def materialize(self, *days: str) -> int:
@@ -407,6 +411,8 @@ class Loop:
             self.tracebacks += _traceback(proc.stderr)
             if proc.returncode != 0:
                 self.errors += 1
+                (self.site.root / f"{self.kind}-error-{self.errors}.txt").write_text(
+                    f"$ codex {' '.join(self._args(i - 1))}\n{proc.stderr}")  # kept with --keep
                 if len(self.error_lines) < 3:
                     self.error_lines.append(_last_line(proc.stderr))
             elif self.kind == "search" and proc.stdout.strip() in ("", "[]"):
@@ -707,6 +713,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--keep", type=Path, help="create the scratch sites under this folder and keep them")
     p.add_argument("--only", action="append", help="run only this fault (its name in the table; repeatable; 'load' for the load, 'relanded' for the "
                    "re-landed document, 'full disk' for the full data disk)")
+    p.add_argument("--dev", action="store_true", help="run the CLI under `python -X dev` (tracebacks; with --keep, "
+                   "failed searches and queries are kept as <site>/<kind>-error-N.txt)")
     p.add_argument("--load-rounds", type=int, help="times the 3 days are materialized at once under the load "
                    "(default 1 with --quick, else 3)")
     args = p.parse_args(argv)
@@ -716,24 +724,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(tempfile.mkdtemp(prefix="codex-faults-"))
     print(f"scratch: {scratch}; datasets: {', '.join(datasets)}; days: {', '.join(days)}", flush=True)
     try:
-        clean = Site(scratch / "clean", datasets).setup()
+        clean = Site(scratch / "clean", datasets, args.dev).setup()
         t0 = time.perf_counter()
         if clean.materialize(*days):
             print("the clean run failed: nothing to compare with")
             return 1
         print(f"clean: {len(days)} days in {time.perf_counter() - t0:.0f}s", flush=True)
         only = set(args.only or ())
-        faults = run_faults(Site(scratch / "faults", datasets).setup(), clean, days, only - {"load"} or None) \
+        faults = run_faults(Site(scratch / "faults", datasets, args.dev).setup(), clean, days, only - {"load"} or None) \
             if only != {"load"} else []
         if not only or "relanded" in only:
-            faults.append(run_relanded(Site(scratch / "relanded", datasets).setup(), days))
+            faults.append(run_relanded(Site(scratch / "relanded", datasets, args.dev).setup(), days))
         if (not only or "full disk" in only) and namespaces_work():
             for kb in (250,) if args.quick else (60, 250, 500):
-                full = run_full_disk(Site(scratch / f"full-{kb}", datasets).setup(), clean, days[0], kb)
+                full = run_full_disk(Site(scratch / f"full-{kb}", datasets, args.dev).setup(), clean, days[0], kb)
                 faults += [full] if full else []
         elif not only or "full disk" in only:
             print("full disk: skipped (needs unshare with user and mount namespaces)")
-        load = run_load(Site(scratch / "load", datasets).setup(), clean, days,
+        load = run_load(Site(scratch / "load", datasets, args.dev).setup(), clean, days,
                         args.load_rounds or (1 if args.quick else 3)) if not only or "load" in only else None
     finally:
         if not args.keep:
