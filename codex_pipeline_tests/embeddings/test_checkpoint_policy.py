@@ -97,7 +97,8 @@ def test_local_model_hands_over_every_forward_pass(local_embedder: LocalMiniLMEm
     assert sorted(seen.tolist()) == list(range(len(texts)))  # each text once, long one when complete
     assert res.long_inputs == 1 and 4 <= len(calls) <= res.requests  # a call per forward pass, not per block
     np.testing.assert_array_equal(got, res.vectors)
-    np.testing.assert_allclose(res.vectors, local_embedder.embed(texts).vectors, atol=2e-6)
+    # batch_size 2 vs 32: in bf16 the batches' padded widths move rounding (< 5e-4; 1e-7 in fp32)
+    np.testing.assert_allclose(res.vectors, local_embedder.embed(texts).vectors, atol=1e-3)
 
 
 def _kill_midway(tmp_path: Path, n: int, pause_after: int, seconds: str) -> EmbeddingCheckpoint:

@@ -26,7 +26,7 @@ def _inputs(dataset: str) -> list[ChunkInput]:
 
 
 def test_registry_defaults_are_the_dense_factual_datasets() -> None:
-    assert OPTED_IN == ["events_timeline", "permit_signals", "osha_safety", "docs"]
+    assert OPTED_IN == ["events_timeline", "permit_signals", "osha_safety", "docs", "documents"]
 
 
 @pytest.mark.parametrize("dataset", OPTED_IN)
