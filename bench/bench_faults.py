@@ -18,7 +18,11 @@ child scripts).
    the step's STEP_START; the table names the step that was running, read back from the event log);
    SIGTERM during ``<ds>__embeddings``; two runs of the same day at once; a run while a ``codex
    search`` loop runs; a truncated chunks Parquet file; a deleted search index (``codex search`` and
-   ``codex query`` are run on the damaged site first: exit code, traceback or not).
+   ``codex query`` are run on the damaged site first: exit code, traceback or not). On sites of their
+   own: a document landed again with an addendum, its run stopped (SIGTERM) in
+   ``narrative__embeddings``: ``codex search`` must keep returning it (issue 29, item 1); and a full
+   data disk (a 64 MB tmpfs in a user + mount namespace, 250 KB left; 60, 250 and 500 KB in the full
+   run; skipped where ``unshare`` cannot do it), freed before the rerun.
 3. A **load** site materializes the three days at once (three processes) while two ``codex query``
    loops and one ``codex search`` loop run: queries, searches, errors, empty searches.
 
@@ -36,7 +40,8 @@ After each fault (and after the load) the checks are:
   from the site's raw, and documents in raw that are neither current nor deleted;
 - **duplicate ids**: ``count(*) - count(DISTINCT chunk_id)`` of every current chunks view.
 
-The last line reads ``faults: N, open runs 0, rerun != clean 0, offsets wrong 0/CHECKED, documents
+A failed ``codex search`` / ``codex query`` of a loop also fails its row (``--dev --keep DIR`` keeps
+its traceback). The last line reads ``faults: N, open runs 0, rerun != clean 0, offsets wrong 0/CHECKED, documents
 lost 0; load: Q queries, S searches, E errors, D duplicate ids``. Exit status 1 when any check failed.
 """
 
