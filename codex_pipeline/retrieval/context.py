@@ -14,11 +14,12 @@ import json
 from collections.abc import Sequence
 
 from codex_pipeline.core.tokens import TokenizedText, count_tokens
+from codex_pipeline.retrieval import settings
 from codex_pipeline.retrieval.lexical import analyze, sentence_bounds
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.types import Context, Span
 
-CONTEXT_TOKENS_PER_SIDE = 128
+CONTEXT_TOKENS_PER_SIDE = settings.CONTEXT_TOKENS_PER_SIDE
 _CHARS_PER_TOKEN_MAX = 8  # a window this many chars per token always holds the budget's worth of text
 
 

@@ -7,7 +7,8 @@ embedded as its sentences' text with its context prefix (see :func:`chunk_units`
 :func:`context_prefix`; never the markup between them) and scored by cosine with the
 query plus :data:`LEXICAL_WEIGHT` times the IDF-weighted share of the query's words it
 holds (:func:`lexical_shares`); the hit's ``evidence`` is its best unit's spans (for
-the top two hits, with the better neighbour unit when it scores almost as well);
+the top hits, widened by adjacent units that score almost as well and grown to whole
+sentences; metadata lines never cited, see :mod:`~codex_pipeline.retrieval.citation`);
 ``spans``, the parent and the context stay the chunk's. The ranking itself is the
 chunk ranking, unchanged (a re-ranking by unit score moved exact permit-number
 matches down).
@@ -40,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,14 +50,17 @@ from typing import Any
 import numpy as np
 
 from codex_pipeline.core.tokens import count_tokens_batch
+from codex_pipeline.retrieval import settings
+from codex_pipeline.retrieval.citation import citable
 from codex_pipeline.retrieval.lexical import analyze, sentence_bounds
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.types import Span
 
-UNIT_TOKENS = 128
-LEXICAL_WEIGHT = 0.5  # see best_units and the module docstring
-NEIGHBOUR_RANKS = 2  # the top hits whose evidence may take a neighbour unit (see best_units)
-NEIGHBOUR_MARGIN = 0.2  # ... when it scores within this of the best unit
+# tuned constants: retrieval.settings (read at call time, so eval/loco.py can vary them); names kept for readers
+UNIT_TOKENS = settings.UNIT_TOKENS
+LEXICAL_WEIGHT = settings.LEXICAL_WEIGHT  # see best_units and the module docstring
+NEIGHBOUR_RANKS = settings.NEIGHBOUR_RANKS  # the top hits whose evidence may take a neighbour unit (see best_units)
+NEIGHBOUR_MARGIN = settings.NEIGHBOUR_MARGIN  # ... when it scores within this of the best unit
 CACHE_SIZE = 50_000
 UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=2;join=space;chunk=len-weighted-mean;single=prefixed"
 """The unit recipe (budget, sentence rule, context prefix, joining, how a chunk's vector pools its
@@ -209,9 +214,9 @@ def best_units(
     candidates: Sequence[tuple[str, Sequence[Span], str | dict[str, Any] | None, bool]],
     query: AnalyzedQuery,
     vectors: UnitVectors,
-    lexical_weight: float = LEXICAL_WEIGHT,
+    lexical_weight: float | None = None,
     stored: Sequence[StoredUnits | None] | None = None,
-    neighbour_ranks: int = NEIGHBOUR_RANKS,
+    neighbour_ranks: int | None = None,
 ) -> list[tuple[Unit, float]]:
     """For each candidate ``(canonical text, spans, metadata, bridge)``, in rank order: its
     evidence (best unit) and that unit's score.
@@ -225,8 +230,10 @@ def best_units(
     are those of the units' texts; other units of chunks with several are embedded
     through ``vectors``; a chunk of one unit is never embedded (its one unit wins).
 
-    The first ``neighbour_ranks`` candidates also cite the better of the best unit's two
-    neighbours when it scores within :data:`NEIGHBOUR_MARGIN` of the best: an answer that
+    The first ``neighbour_ranks`` candidates also cite adjacent units, one at a time up to
+    ``settings.WIDEN_UNITS``, while the better neighbour scores within
+    ``settings.NEIGHBOUR_MARGIN`` of the best (values chosen leave-one-corpus-out,
+    ``eval/loco.py``; the figures below are the first, in-sample choice of one neighbour): an answer that
     crosses a unit boundary (a sentence, then the one that completes it) is cut in half
     otherwise, and the top hits are where the answer usually is. Pooled dev sets (153
     questions, top-5 hybrid; recall / IoU): single units 79.1 / 7.78; neighbours for the top
@@ -238,6 +245,9 @@ def best_units(
     higher hit cites. Email recall +0.8, docs unchanged, council recall -3.2 (an agenda
     item ranked above its turn pushed the turn to a worse unit).
     """
+    lexical_weight = settings.LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
+    neighbour_ranks = settings.NEIGHBOUR_RANKS if neighbour_ranks is None else neighbour_ranks
+    margin = settings.NEIGHBOUR_MARGIN
     units = [chunk_units(text, spans, meta) for text, spans, meta, _ in candidates]
     bodies = [" ".join(text[s:e] for s, e in u) for (text, _, _, _), cu in zip(candidates, units) for u in cu.pieces]
     if query.vector is None:
@@ -270,12 +280,61 @@ def best_units(
         part = sims[at : at + len(cu.pieces)]
         at += len(cu.pieces)
         i = int(np.argmax(part))
-        near = [j for j in (i - 1, i + 1) if 0 <= j < len(part) and part[j] >= part[i] - NEIGHBOUR_MARGIN]
-        chosen = sorted([i, max(near, key=lambda j: part[j])]) if near and rank < neighbour_ranks else [i]
+        chosen = _widen(part, i, margin, settings.WIDEN_UNITS if rank < neighbour_ranks else 0)
         pieces = [p for j in chosen for p in cu.pieces[j]]
-        unit = _join(list(spans), text, bridge) if not cu.embedded else cite(text, pieces, bridge)
+        bridge = bridge and settings.BRIDGE_TURNS
+        if settings.SKIP_METADATA:
+            kept = citable(text, pieces)
+            if settings.SENTENCE_REACH and cu.embedded:
+                kept = complete_sentences(text, kept, spans, settings.SENTENCE_REACH)
+            unit = cite(text, kept, bridge)
+        else:
+            unit = _join(list(spans), text, bridge) if not cu.embedded else cite(text, pieces, bridge)
         out.append((unit, float(part[i])))
     return out
+
+
+_SENTENCE_STOP = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
+
+
+def complete_sentences(text: str, pieces: Sequence[Span], spans: Sequence[Span], reach: int) -> list[Span]:
+    """``pieces`` grown to whole sentences: back to the end of the sentence before the first piece and on to the
+    end of the one the last piece is in, each within ``reach`` characters and the chunk's ``spans``.
+
+    A unit boundary falls between *lines*, and in a caption file or a hard-wrapped message a line is not a
+    sentence: the answer's sentence starts on the unit before or ends on the one after. The grown stretch is
+    cut into its lines and metadata lines are left out again (:func:`~codex_pipeline.retrieval.citation.citable`).
+    """
+    if not pieces:
+        return list(pieces)
+    first, last = pieces[0][0], pieces[-1][1]
+    lo = next((a for a, b in spans if a <= first <= b), first)
+    hi = next((b for a, b in spans if a <= last <= b), last)
+    before = text[max(lo, first - reach) : first]
+    stops = list(_SENTENCE_STOP.finditer(before))
+    start = first - len(before) + stops[-1].end() if stops else (lo if first - lo <= reach else first)
+    after = _SENTENCE_STOP.search(text, last - 1 if last > 0 else 0, min(hi, last + reach))
+    end = after.end() if after and after.end() > last else last
+    grown = [(start + a, start + b) for a, b in sentence_bounds(text[start:first])]
+    grown += list(pieces) + [(last + a, last + b) for a, b in sentence_bounds(text[last:end])]
+    return citable(text, grown)
+
+
+def _widen(scores: np.ndarray, best: int, margin: float, steps: int) -> list[int]:
+    """The contiguous run of units around ``best``: up to ``steps`` times, the better adjacent unit joins while it
+    scores within ``margin`` of the best (``steps`` 1: the one-neighbour rule)."""
+    if settings.WIDEN_ANYWHERE:  # several spans: the best units within the margin wherever they are in the chunk
+        near = sorted((j for j in range(len(scores)) if j != best and scores[j] >= scores[best] - margin),
+                      key=lambda j: -scores[j])
+        return sorted([best, *near[:steps]])
+    lo = hi = best
+    for _ in range(steps):
+        near = [j for j in (lo - 1, hi + 1) if 0 <= j < len(scores) and scores[j] >= scores[best] - margin]
+        if not near:
+            break
+        j = max(near, key=lambda j: scores[j])
+        lo, hi = min(lo, j), max(hi, j)
+    return list(range(lo, hi + 1))
 
 
 def _cosines(vecs: np.ndarray, unit_query: np.ndarray) -> np.ndarray:

@@ -1,0 +1,42 @@
+"""What a hit may cite: the words that answer, never the metadata lines around them.
+
+A transcript turn's ``Speaker:``/``Start:``/``End:``/``Duration:`` header, an email's
+``From:``/``Date:``/``Subject:``/``Sent:``/``To:`` lines, its ``Message 5 (reply to …)``
+banner, ``[quoting …]`` placeholders and ``… wrote:`` attributions, caption
+``[HH:MM:SS]`` stamps and ``-----`` separators name *where* text is, not what it says:
+a user cites the words spoken or written. Units are still embedded with them (the
+stored vectors stay valid); only the cited spans leave them out, so a unit crossing a
+turn boundary cites one span per turn (``canonical_text[start:end]`` exact for each).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from codex_pipeline.retrieval.types import Span
+
+METADATA_LINE = re.compile(
+    r"""^(?:
+        (?:From|Date|Subject|Sent|To|Cc|Reply-To|Start|End|Duration|Speaker)\s*:.*   # header fields
+      | Message\ \d+(?:\ \(.*\))?                                                   # email thread banner
+      | \[quoting\ .*\]                                                              # a quoted copy's placeholder
+      | .{0,200}\bwrote:                                                             # a reply's attribution
+      | On\ .{0,200}<[^<>]*(?:@|\ at\ )[^<>]*>                                        # ... its first line
+      | .{0,120}<[^<>]*(?:@|\ at\ )[^<>]*>\s*:                                        # "Name <addr at host>:"
+      | [-=_*]{5,}                                                                   # separators
+      | \[\d{1,2}:\d\d(?::\d\d)?\]                                                  # caption stamps
+    )\s*$""",
+    re.VERBOSE,
+)
+
+
+def metadata_line(piece: str) -> bool:
+    """Whether a sentence piece (a line or part of one) is metadata, not words a user would cite."""
+    return bool(METADATA_LINE.match(piece.strip()))
+
+
+def citable(text: str, pieces: Sequence[Span]) -> list[Span]:
+    """``pieces`` of ``text`` without metadata lines (all of them when every one is metadata: cite something)."""
+    kept = [p for p in pieces if not metadata_line(text[p[0] : p[1]])]
+    return kept or list(pieces)
