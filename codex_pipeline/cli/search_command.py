@@ -22,6 +22,8 @@ import sys
 import time
 from typing import Any
 
+import duckdb
+
 from codex_pipeline.cli.arg_types import day, positive_int
 from codex_pipeline.cli.dataset_names import chunked_dataset
 from codex_pipeline.cli.errors import CliError, embedder_line, one_line
@@ -79,7 +81,23 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise CliError(embedder_line(exc, where(embedder))) from None
 
 
+#: What a Parquet read says when the file was replaced (published by rename) between reading its footer
+#: and its pages: a concurrent run of the same day. Persistent damage says the same, so one retry tells them apart.
+_REPLACED_WHILE_READ = ("TProtocolException", "deserialize thrift", "magic bytes", "Invalid data")
+
+
 def _search(wh: Warehouse, args: argparse.Namespace, kind: str, embedder: Any, t0: float) -> int:
+    """Search once, and once more if a file was replaced under the first attempt."""
+    try:
+        return _search_once(wh, args, kind, embedder, t0)
+    except (OSError, duckdb.Error) as exc:
+        if not any(marker in str(exc) for marker in _REPLACED_WHILE_READ):
+            raise
+    time.sleep(0.5)  # a damaged file fails again, and is then named by one_line
+    return _search_once(wh, args, kind, embedder, time.perf_counter())
+
+
+def _search_once(wh: Warehouse, args: argparse.Namespace, kind: str, embedder: Any, t0: float) -> int:
     filters = Filters.of(args.dataset, args.types, args.date_from, args.date_to, dict(_pair(m) for m in args.meta))
     try:
         retriever = Retriever(wh.root, args.dataset or None, embedder=embedder, embedder_kind=kind,

@@ -208,9 +208,13 @@ class PartitionWriter:
         self.rows = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = temp_path(path)
-        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
-            self.tmp, schema, compression="zstd", write_page_checksum=True
-        )
+        try:
+            self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+                self.tmp, schema, compression="zstd", write_page_checksum=True
+            )
+        except BaseException:  # a full disk: the file was created, the writer not (no __exit__ will run)
+            self.tmp.unlink(missing_ok=True)
+            raise
         self._closed = False
 
     def write(self, table: pa.Table) -> None:
