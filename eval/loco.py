@@ -8,8 +8,10 @@ Each dev set must have been materialized once into ``WORK/<set>`` by ``codex eva
 small grid of :mod:`codex_pipeline.retrieval.settings` values.
 
 For each held-out set ``c``: the grid point maximizing the mean objective over the *other*
-sets is chosen, and ``c`` is scored with it. Objective: recall + IoU (percent, means over each
-set's questions; sets weigh equally). Printed per set: the LOCO figures (recall / precision /
+sets is chosen, and ``c`` is scored with it. Objective (``--objective``, default ``iou@90``): the
+highest mean IoU among the grid points whose cited passages keep at least 90% of the whole
+chunk's recall on every training set; ``recall+iou`` is the other choice (it always picks the
+widest citation). Means over each set's questions; sets weigh equally. Printed per set: the LOCO figures (recall / precision /
 IoU / hit@5), the whole-chunk recall of the same hits, the in-sample figures (the point best on
 all sets) and the current defaults' figures; then the same pooled over all questions.
 Constants that change what is embedded (``UNIT_TOKENS``) are not in the grid.
