@@ -18,7 +18,7 @@ sums those held-out scores, once choosing by CER and once by the on-transcribed 
 tuned on the gold text beyond choosing among the grid.
 
     python bench/bench_ocr.py --jobs 2                 # the whole grid, cached under --cache
-    python bench/bench_ocr.py --grid 300:3:0,400:6:1   # dpi:psm:otsu settings
+    python bench/bench_ocr.py --grid 300:3:0,400:6:0:3  # dpi:psm:otsu[:fallback psm] settings
 """
 
 from __future__ import annotations
@@ -96,12 +96,13 @@ def overall(results: dict[str, dict], names: list[str], field: str = "edits") ->
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grid", help="dpi:psm:otsu,… (default: 300/400 × psm 3/4/6 × grey/Otsu)")
+    ap.add_argument("--grid", help="dpi:psm:otsu[:fallback psm],… (default: 300/400 × psm 3/4/6 × grey/Otsu)")
     ap.add_argument("--jobs", type=int, default=1, help="pages read at once (tesseract processes)")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/bench_ocr_cache.json"))
     args = ap.parse_args()
     grid = GRID if not args.grid else [
-        OcrSettings(int(d), int(p), o == "1") for d, p, o in (g.split(":") for g in args.grid.split(","))]
+        OcrSettings(int(f[0]), int(f[1]), f[2] == "1", int(f[3]) if len(f) > 3 else None)
+        for f in (g.split(":") for g in args.grid.split(","))]
     cache = json.loads(args.cache.read_text()) if args.cache.exists() else {}
     print(f"{engine_version()}; adopted in pdf_ocr: {SETTINGS.tag}")
     table: dict[str, dict[str, dict]] = {}

@@ -55,3 +55,20 @@ def test_ocr_boxes_are_in_pdf_points_whatever_the_render_dpi() -> None:
     assert "park advisory council" in " ".join(ln.text for ln in got.lines).lower()
     page.close()
     pdf.close()
+
+
+def test_a_page_under_the_confidence_floor_is_read_again_with_the_fallback_segmentation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import codex_pipeline.sources.pdf_ocr as ocr
+
+    calls: list[int] = []
+
+    def fake(pgm: bytes, height: float, lang: str, psm: int, dpi: int) -> ocr.OcrPage:
+        calls.append(psm)
+        return ocr.OcrPage([], 45.0 if psm == 6 else 80.0)
+
+    monkeypatch.setattr(ocr, "_tesseract", fake)
+    assert ocr.ocr_pgm(b"", 792, settings=OcrSettings(400, 6, fallback_psm=3)).confidence == 80.0
+    assert calls == [6, 3]
+    calls.clear()
+    assert ocr.ocr_pgm(b"", 792, settings=OcrSettings(400, 6)).confidence == 45.0 and calls == [6]
