@@ -11,10 +11,7 @@ OCR is off here: a scanned page's text depends on the OCR engine and its setting
 ``source_version``), so it is no stable reference to cite; gold is written over text-layer pages.
 A document with OCR pages still maps by the line search over the text-layer lines.
 
-Hook (``evaluation.gold.read_source``, first line)::
-
-    if (text := document_source(path)) is not None:
-        return text
+``evaluation.gold.read_source`` asks this first.
 """
 
 from __future__ import annotations

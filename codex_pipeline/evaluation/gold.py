@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from codex_pipeline.evaluation.document_map import document_source
+
 
 class GoldError(ValueError):
     """A gold line Codex cannot score; the message names the file, the line and the fix."""
@@ -31,7 +33,9 @@ class Question:
 
 
 def read_source(path: Path) -> str:
-    """A source file's text as gold offsets count it."""
+    """A source file's text as gold offsets count it (a PDF's or DOCX's: the documents reader's)."""
+    if (text := document_source(path)) is not None:
+        return text
     return path.read_bytes().decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
