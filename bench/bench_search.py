@@ -15,16 +15,18 @@ must not be indexed). The document index is built from those files with
 
 Then, each in its own process so peak RSS is per role:
 
-* **build**: :func:`codex_pipeline.retrieval.update_dataset_index` reads the current
-  corpus through the DuckDB current views and writes the index (full build), then
-  one more day lands and the index is updated (the daily cost: graph reused);
+* **synth**: the partitions above (or those a ``--keep``'d ``--data-dir`` holds); the index is removed;
+* **build**: :func:`codex_pipeline.retrieval.update_dataset_index` streams the current
+  corpus through the DuckDB current views and writes the index (full build; its peak
+  RSS), then one more day lands and the index is updated (the daily cost: graph reused);
 * **search**: ``Retriever`` cold start (open + model load + first query), then warm
   p50/p95 over ``--queries`` queries for ``vector``, ``bm25`` and ``hybrid`` (each
   query embedded by the real local MiniLM model: its cost is part of the latency; each
   hit's evidence unit is chosen from the stored unit vectors),
   and point lookups by ``chunk_id``; peak RSS of that process.
 
-Targets (issue 11): hybrid p50 ≤ 150 ms warm, peak RSS ≤ 1.5 GB, point lookup ≤ 50 ms.
+Targets (issues 11 and 30): hybrid p50 ≤ 150 ms warm, search process peak RSS ≤ 1.5 GB, cold start ≤ 3 s,
+point lookup ≤ 50 ms; build peak RSS ≤ 2 GB at 365 partitions, flat in corpus size.
 The last line reads ``search p50 ms (hybrid, N partitions): X``.
 """
 
@@ -210,6 +212,24 @@ def synthesize(wh: Warehouse, args: argparse.Namespace, model: str, version: str
 MARKER = "bench_search.json"
 
 
+def phase_synth(args: argparse.Namespace) -> dict[str, float]:
+    """The partitions, in a process of their own so the build's peak RSS is the build's."""
+    from codex_pipeline.embeddings import make_embedder
+
+    wh = Warehouse(args.data_dir)
+    embedder = make_embedder("local")
+    t0 = time.perf_counter()
+    params = {"partitions": args.partitions, "chunks": args.chunks, "relanded": args.relanded, "seed": args.seed}
+    marker = Path(args.data_dir) / MARKER
+    if marker.exists() and json.loads(marker.read_text())["params"] == params:  # --keep'd data of the same shape
+        print("  reusing the synthesized partitions in the data dir", flush=True)
+    else:
+        synth = synthesize(wh, args, embedder.model, embedder.version)
+        marker.write_text(json.dumps({"params": params, "next_record": synth.next_record}))
+    shutil.rmtree(wh.table_dir(DATASET, "search_index"), ignore_errors=True)  # the build below is a full one
+    return {"synthesize_s": time.perf_counter() - t0}
+
+
 def phase_build(args: argparse.Namespace) -> dict[str, float]:
     from codex_pipeline.embeddings import make_embedder
     from codex_pipeline.retrieval import update_dataset_index
@@ -217,22 +237,8 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     wh = Warehouse(args.data_dir)
     embedder = make_embedder("local")
     out: dict[str, float] = {}
-    t0 = time.perf_counter()
-    params = {"partitions": args.partitions, "chunks": args.chunks, "relanded": args.relanded, "seed": args.seed}
-    marker = Path(args.data_dir) / MARKER
-    if marker.exists() and json.loads(marker.read_text())["params"] == params:  # --keep'd data of the same shape
-        synth = Synth(args.seed + 1, args.chunks, args.relanded, embedder.model, embedder.version)
-        synth.next_record = json.loads(marker.read_text())["next_record"]
-        print("  reusing the synthesized partitions in the data dir", flush=True)
-        missing = sorted(set(wh.partitions(DATASET, "embeddings")) - set(wh.partitions(DATASET, UNITS_TABLE)))
-        for i, day in enumerate(missing):  # kept from before evidence units were stored
-            write_units(wh, synth, day, wh.read(DATASET, "chunks", day), wh.read(DATASET, "embeddings", day))
-            if (i + 1) % 50 == 0 or i + 1 == len(missing):
-                print(f"  evidence units added to {i + 1}/{len(missing)} partitions", flush=True)
-    else:
-        synth = synthesize(wh, args, embedder.model, embedder.version)
-        marker.write_text(json.dumps({"params": params, "next_record": synth.next_record}))
-    out["synthesize_s"] = time.perf_counter() - t0
+    synth = Synth(args.seed + 1, args.chunks, args.relanded, embedder.model, embedder.version)
+    synth.next_record = json.loads((Path(args.data_dir) / MARKER).read_text())["next_record"]
     t0 = time.perf_counter()
     manifest, _ = update_dataset_index(wh, DATASET, embedder.model, embedder.version)
     out["build_s"] = time.perf_counter() - t0
@@ -240,6 +246,8 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     out["indexed_vectors"] = manifest.vectors
     out["indexed_units"] = manifest.units
     out["build_peak_rss_mb"] = _peak_mb()
+    out["build_files_mb"] = sum(f.stat().st_size for f in wh.table_dir(DATASET, "search_index").rglob("*")
+                                if f.is_file()) / 2**20
     # one more day lands: the daily update (graph reused, BM25 rebuilt)
     raw, chunks, emb = synth.day(args.partitions)
     day = START + dt.timedelta(days=args.partitions)
@@ -252,6 +260,7 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     manifest, _ = update_dataset_index(wh, DATASET, embedder.model, embedder.version)
     out["update_s"] = time.perf_counter() - t0
     out["update_graph_reused"] = manifest.vectors_reused
+    out["update_peak_rss_mb"] = _peak_mb()
     return out
 
 
@@ -323,25 +332,29 @@ def main() -> None:
     p.add_argument("--keep", action="store_true", help="keep the data directory")
     p.add_argument("--search-only", action="store_true",
                    help="measure the search process only, on the index a --keep'd --data-dir already holds")
-    p.add_argument("--phase", choices=["build", "search"], default=None, help=argparse.SUPPRESS)
+    p.add_argument("--phase", choices=["synth", "build", "search"], default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.phase:
-        print(json.dumps(phase_build(args) if args.phase == "build" else phase_search(args)), flush=True)
+        phase = {"synth": phase_synth, "build": phase_build, "search": phase_search}[args.phase]
+        print(json.dumps(phase(args)), flush=True)
         return
     own = args.data_dir is None
     args.data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="codex-bench-search-"))
     try:
         print(f"data dir {args.data_dir}: {args.partitions} partitions x {args.chunks} chunks", flush=True)
+        synth = None if args.search_only else _run("synth", args)
         build = None if args.search_only else _run("build", args)
         search = _run("search", args)
     finally:
         if own and not args.keep:
             shutil.rmtree(args.data_dir, ignore_errors=True)
-    if build is not None:
-        print(f"synthesize: {build['synthesize_s']:.1f} s")
+    if synth is not None and build is not None:
+        print(f"synthesize: {synth['synthesize_s']:.1f} s")
         print(f"index build (current corpus {int(build['indexed_chunks'])} chunks, {int(build['indexed_vectors'])} vectors, "
-              f"{int(build['indexed_units'])} unit vectors): {build['build_s']:.1f} s, peak RSS {build['build_peak_rss_mb']:.0f} MB")
-        print(f"index update after one more day: {build['update_s']:.1f} s ({int(build['update_graph_reused'])} vectors reused)")
+              f"{int(build['indexed_units'])} unit vectors): {build['build_s']:.1f} s, peak RSS {build['build_peak_rss_mb']:.0f} MB, "
+              f"index files {build['build_files_mb']:.0f} MB")
+        print(f"index update after one more day: {build['update_s']:.1f} s ({int(build['update_graph_reused'])} vectors reused), "
+              f"peak RSS {build['update_peak_rss_mb']:.0f} MB")
     print(f"search process cold start (open + model load + first query): {search['cold_start_s']:.2f} s")
     for mode in ("vector", "bm25", "hybrid"):
         print(f"  {mode:<6} p50 {search[f'{mode}_p50_ms']:.1f} ms  p95 {search[f'{mode}_p95_ms']:.1f} ms")

@@ -14,7 +14,7 @@ from codex_pipeline.retrieval.corpus import (
     CurrentCorpus,
     IndexBusy,
     index_root,
-    read_current_corpus,
+    open_current_corpus,
     update_dataset_index,
 )
 from codex_pipeline.retrieval.index import IndexManifest, build_search_index, read_manifest
@@ -42,7 +42,7 @@ __all__ = [
     "build_search_index",
     "index_root",
     "indexed_datasets",
-    "read_current_corpus",
+    "open_current_corpus",
     "read_manifest",
     "update_dataset_index",
 ]

@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,15 @@ import pyarrow as pa
 
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE as PROPOSITION_EMBEDDINGS
 from codex_pipeline.propositions.table import TABLE as PROPOSITIONS
-from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_search_index, read_manifest
+from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_index, read_manifest
+from codex_pipeline.retrieval.index_source import (
+    BATCH_ROWS,
+    ROW_ORDER,
+    DocumentSource,
+    RowSource,
+    TableDocuments,
+    TableRows,
+)
 from codex_pipeline.retrieval.proposition_rows import propositions_sql, with_anchors
 from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, views_for
 
@@ -44,25 +54,104 @@ def index_root(wh: Warehouse, dataset: str) -> Path:
     return wh.table_dir(dataset, SEARCH_INDEX_DIR)
 
 
+KEY_SQL = ("CASE WHEN regexp_full_match(chunk_id, 'urn:aprs:chunk:[0-9a-f]{16}') "
+           "THEN ('0x' || right(chunk_id, 16))::UBIGINT ELSE ('0x' || left(sha256(chunk_id), 16))::UBIGINT END")
+""":func:`~codex_pipeline.retrieval.index_source.chunk_keys` in SQL, so DuckDB sorts by it."""
+BUILD_MEMORY_LIMIT = "1GB"
+"""DuckDB's share of a build: its sorts of chunk rows and canonical texts spill to disk beyond it."""
+
+
+@dataclass
+class WarehouseRows:
+    """The current chunks of a dataset and their vectors, read through its views as sorted streams."""
+
+    con: duckdb.DuckDBPyConnection
+    dataset: str
+    have: set[str]
+    where: str
+    params: list[Any]
+
+    def _stream(self, sql: str, params: list[Any] | None = None) -> pa.RecordBatchReader:
+        reader: pa.RecordBatchReader = self.con.cursor().execute(sql, params or []).to_arrow_reader(BATCH_ROWS)
+        return reader
+
+    def rows(self, columns: Sequence[str]) -> pa.RecordBatchReader:
+        order = ", ".join(f"{c}{' DESC' if d == 'descending' else ''}" for c, d in ROW_ORDER)
+        return self._stream(f"SELECT {', '.join(columns)}, {KEY_SQL} AS key FROM {SCHEMA}.{self.dataset}_chunks "
+                            f"ORDER BY {order}")
+
+    def vector_models(self) -> list[tuple[str, str, int]]:
+        if f"{self.dataset}_embeddings" not in self.have:
+            return []
+        sql = (f"SELECT embedding_model, embedding_version, count(*) FROM {SCHEMA}.{self.dataset}_embeddings"
+               f"{self.where} GROUP BY ALL")
+        return [(m, v, n) for m, v, n in self.con.sql(sql, params=self.params).fetchall()]
+
+    def vectors(self, columns: Sequence[str]) -> pa.RecordBatchReader | None:
+        if f"{self.dataset}_embeddings" not in self.have:
+            return None
+        cols = ", ".join(columns)
+        sql = f"SELECT {cols} FROM {SCHEMA}.{self.dataset}_embeddings{self.where}"
+        params = list(self.params)
+        if f"{self.dataset}_embeddings_history" in self.have and self._missing_vectors():
+            sql += f" UNION ALL SELECT {cols} FROM ({_landed_before_sql(self.dataset, self.where)})"
+            params += self.params * 2
+        return self._stream(sql, params)
+
+    def _missing_vectors(self) -> bool:
+        sql = f"SELECT count(*) FROM ({_missing_sql(self.dataset, self.where)})"
+        return bool(self.con.sql(sql, params=self.params).fetchall()[0][0])
+
+    def units(self, columns: Sequence[str]) -> pa.RecordBatchReader | None:
+        """A chunk's one unit (stored for its prefixed vector) is never scored: its evidence is the chunk."""
+        table = f"{SCHEMA}.{self.dataset}_evidence_units"
+        if f"{self.dataset}_evidence_units" not in self.have:
+            return None
+        several = f"SELECT chunk_id, partition_date FROM {table}{self.where} GROUP BY ALL HAVING count(*) > 1"
+        return self._stream(f"SELECT {', '.join(columns)} FROM {table} SEMI JOIN ({several}) USING "
+                            f"(chunk_id, partition_date){self.where}", self.params * 2)
+
+
+@dataclass
+class WarehouseDocuments:
+    con: duckdb.DuckDBPyConnection
+    dataset: str
+
+    def documents(self) -> pa.RecordBatchReader:
+        sql = (f"SELECT doc_id, canonical_text FROM {SCHEMA}.{self.dataset}_raw SEMI JOIN (SELECT DISTINCT doc_id, "
+               f"partition_date FROM {SCHEMA}.{self.dataset}_chunks) USING (doc_id, partition_date) ORDER BY doc_id")
+        reader: pa.RecordBatchReader = self.con.cursor().execute(sql).to_arrow_reader(BATCH_ROWS)
+        return reader
+
+
 @dataclass(frozen=True)
 class CurrentCorpus:
-    chunks: pa.Table
-    documents: pa.Table  # doc_id, canonical_text
-    embeddings: pa.Table | None
-    units: pa.Table | None  # evidence-unit vectors of chunks with several units
-    propositions: pa.Table | None = None  # index rows (retrieval.proposition_rows), None: the dataset has none
-    proposition_embeddings: pa.Table | None = None
+    rows: RowSource
+    documents: DocumentSource
+    propositions: RowSource | None = None  # index rows (retrieval.proposition_rows), None: the dataset has none
     current: bool = True  # False: the dataset has no document index, every partition was read
 
 
-def read_current_corpus(
-    wh: Warehouse, dataset: str, embedding_model: str | None = None, embedding_version: str | None = None
-) -> CurrentCorpus:
-    """The current chunks, their documents' canonical text and their vectors."""
+@contextlib.contextmanager
+def open_current_corpus(
+    wh: Warehouse, dataset: str, embedding_model: str | None = None, embedding_version: str | None = None,
+    spill: Path | None = None,
+) -> Iterator[CurrentCorpus]:
+    """The current chunks, their documents' canonical text and their vectors, as streams over the views.
+
+    Chunk rows and canonical texts are sorted by DuckDB within :data:`BUILD_MEMORY_LIMIT`, spilling to
+    ``spill`` (a scratch folder, removed afterwards). Propositions are read into memory (with their anchors
+    resolved in Python).
+    """
     views: dict[str, str] = {}
     for table in SOURCE_TABLES:
         views.update(views_for(wh, dataset, table))
-    con = duckdb.connect()
+    scratch = Path(tempfile.mkdtemp(prefix=".spill-", dir=spill)) if spill is not None else None
+    config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": BUILD_MEMORY_LIMIT,
+                                                                "preserve_insertion_order": False}
+    if scratch is not None:
+        config["temp_directory"] = str(scratch)
+    con = duckdb.connect(config=config)
     try:
         con.execute(f"CREATE SCHEMA {SCHEMA}")
         for sql in views.values():
@@ -70,64 +159,58 @@ def read_current_corpus(
         have = set(views)
         if f"{dataset}_chunks" not in have:
             empty = pa.schema([(c, pa.string()) for c in ROW_COLUMNS])
-            return CurrentCorpus(empty.empty_table(), pa.table({"doc_id": [], "canonical_text": []}), None, None,
-                                 current=False)
-        cols = ", ".join(ROW_COLUMNS)
-        chunks = con.sql(f"SELECT {cols} FROM {SCHEMA}.{dataset}_chunks").to_arrow_table()
-        documents = (
-            con.sql(
-                f"SELECT doc_id, canonical_text FROM {SCHEMA}.{dataset}_raw "
-                f"SEMI JOIN (SELECT DISTINCT doc_id, partition_date FROM {SCHEMA}.{dataset}_chunks) USING (doc_id, partition_date)"
-            ).to_arrow_table()
-            if f"{dataset}_raw" in have
-            else pa.table({"doc_id": pa.array([], pa.string()), "canonical_text": pa.array([], pa.large_string())})
-        )
+            yield CurrentCorpus(TableRows(empty.empty_table()),
+                                TableDocuments(pa.table({"doc_id": pa.array([], pa.string()),
+                                                         "canonical_text": pa.array([], pa.string())})),
+                                current=False)
+            return
         where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
         params = [embedding_model, embedding_version] if where else []
-
-        def vectors(table: str, keys: str, qualify: str = "") -> pa.Table | None:
-            """The current rows of ``codex.<dataset>_<table>`` of the wanted model/version, or None without the view."""
-            if f"{dataset}_{table}" not in have:
-                return None
-            sql = f"SELECT {keys}, input_hash, embedding_model, embedding_version, vector FROM {SCHEMA}.{dataset}_{table}"
-            return con.sql(sql + where + qualify, params=params).to_arrow_table()
-
-        embeddings = vectors("embeddings", "chunk_id, partition_date")
-        if embeddings is not None and f"{dataset}_embeddings_history" in have:
-            embeddings = pa.concat_tables([embeddings, _landed_before(con, dataset, where, params, embeddings.schema)])
-        # a chunk's one unit (stored for its prefixed vector) is never scored: its evidence is the chunk
-        units = vectors("evidence_units", "chunk_id, partition_date, unit_index",
-                        " QUALIFY count(*) OVER (PARTITION BY chunk_id, partition_date) > 1")
-        props = with_anchors(con.sql(propositions_sql(SCHEMA, dataset)).to_arrow_table()) \
-            if f"{dataset}_{PROPOSITIONS}" in have else None
-        prop_vectors = vectors(PROPOSITION_EMBEDDINGS, "proposition_id AS chunk_id, partition_date")
+        props = None
+        if f"{dataset}_{PROPOSITIONS}" in have:
+            prop_vectors = None
+            if f"{dataset}_{PROPOSITION_EMBEDDINGS}" in have:
+                prop_vectors = con.sql(
+                    "SELECT proposition_id AS chunk_id, partition_date, input_hash, embedding_model, "
+                    f"embedding_version, vector FROM {SCHEMA}.{dataset}_{PROPOSITION_EMBEDDINGS}{where}",
+                    params=params).to_arrow_table()
+            prop_rows = with_anchors(con.sql(propositions_sql(SCHEMA, dataset)).to_arrow_table())
+            props = TableRows(prop_rows, prop_vectors) if prop_rows.num_rows else None
+        yield CurrentCorpus(WarehouseRows(con, dataset, have, where, params),
+                            WarehouseDocuments(con, dataset) if f"{dataset}_raw" in have else TableDocuments(
+                                pa.table({"doc_id": pa.array([], pa.string()),
+                                          "canonical_text": pa.array([], pa.large_string())})),
+                            props, f"{dataset}_chunks_history" in have)
     finally:
         con.close()
-    return CurrentCorpus(chunks, documents, embeddings, units, props, prop_vectors, f"{dataset}_chunks_history" in have)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _landed_before(
-    con: duckdb.DuckDBPyConnection, dataset: str, where: str, params: list[Any], schema: pa.Schema
-) -> pa.Table:
-    """Vectors for current chunks that have none yet, made for the same chunk and text on an earlier landing.
+def _missing_sql(dataset: str, where: str) -> str:
+    """Current chunks with no vector of the wanted model yet (``where``'s parameters once)."""
+    return (f"SELECT c.chunk_id, c.partition_date, c.content_hash FROM {SCHEMA}.{dataset}_chunks c "
+            f"ANTI JOIN (SELECT chunk_id, partition_date FROM {SCHEMA}.{dataset}_embeddings{where}) e "
+            "USING (chunk_id, partition_date)")
+
+
+def _landed_before_sql(dataset: str, where: str) -> str:
+    """Vectors for current chunks that have none yet, made for the same chunk and text on an earlier landing
+    (``where``'s parameters twice).
 
     A document landed again has new chunk rows whose vectors come hours later (its
     embeddings step), or never if that run dies. Every chunk whose text did not change
     already has its vector, the one the embeddings step would reuse: its ``input_hash`` is
     the chunk's ``content_hash``. Without it a reader's rebuild in that gap would drop the
-    whole document from vector search. Keys are checked first, so the usual build, with
-    no chunk missing a vector, never reads the vector column of the history.
+    whole document from vector search. Keys are checked first
+    (:meth:`WarehouseRows._missing_vectors`), so the usual build, with no chunk missing a
+    vector, never reads the vector column of the history.
     """
-    current, history = f"{SCHEMA}.{dataset}_embeddings", f"{SCHEMA}.{dataset}_embeddings_history"
-    missing = (f"SELECT c.chunk_id, c.partition_date, c.content_hash FROM {SCHEMA}.{dataset}_chunks c "
-               f"ANTI JOIN (SELECT chunk_id, partition_date FROM {current}{where}) e USING (chunk_id, partition_date)")
-    if not con.sql(f"SELECT count(*) FROM ({missing})", params=params).fetchall()[0][0]:
-        return schema.empty_table()
-    sql = (f"SELECT m.chunk_id, m.partition_date, h.input_hash, h.embedding_model, h.embedding_version, h.vector "
-           f"FROM ({missing}) m JOIN (SELECT * FROM {history}{where}) h "
-           "ON h.chunk_id = m.chunk_id AND h.input_hash = m.content_hash AND h.partition_date < m.partition_date "
-           "QUALIFY row_number() OVER (PARTITION BY m.chunk_id, m.partition_date ORDER BY h.partition_date DESC) = 1")
-    return con.sql(sql, params=params * 2).to_arrow_table().cast(schema)
+    history = f"{SCHEMA}.{dataset}_embeddings_history"
+    return ("SELECT m.chunk_id, m.partition_date, h.input_hash, h.embedding_model, h.embedding_version, h.vector "
+            f"FROM ({_missing_sql(dataset, where)}) m JOIN (SELECT * FROM {history}{where}) h "
+            "ON h.chunk_id = m.chunk_id AND h.input_hash = m.content_hash AND h.partition_date < m.partition_date "
+            "QUALIFY row_number() OVER (PARTITION BY m.chunk_id, m.partition_date ORDER BY h.partition_date DESC) = 1")
 
 
 def source_fingerprint(wh: Warehouse, dataset: str) -> dict[str, str]:
@@ -168,20 +251,17 @@ def update_dataset_index(
         live = read_manifest(root)
         if live is not None and not force and is_current(live, source):
             return live, False
-        corpus = read_current_corpus(wh, dataset, embedding_model, embedding_version)
-        manifest = build_search_index(
-            root,
-            dataset,
-            corpus.chunks,
-            corpus.documents,
-            corpus.embeddings,
-            corpus.units,
-            propositions=corpus.propositions,
-            proposition_embeddings=corpus.proposition_embeddings,
-            embedding_model=embedding_model,
-            embedding_version=embedding_version,
-            source={**source, "current_corpus": "yes" if corpus.current else "no document index: every partition"},
-        )
+        with open_current_corpus(wh, dataset, embedding_model, embedding_version, spill=root) as corpus:
+            manifest = build_index(
+                root,
+                dataset,
+                corpus.rows,
+                corpus.documents,
+                propositions=corpus.propositions,
+                embedding_model=embedding_model,
+                embedding_version=embedding_version,
+                source={**source, "current_corpus": "yes" if corpus.current else "no document index: every partition"},
+            )
     return manifest, True
 
 

@@ -44,10 +44,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import hashlib
+import itertools
 import json
 import os
-import re
 import secrets
 import shutil
 import time
@@ -62,6 +61,15 @@ import pyarrow.compute as pc
 from usearch.index import Index
 
 from codex_pipeline.retrieval import bm25
+from codex_pipeline.retrieval.index_source import (
+    SKELETON_COLUMNS,
+    VECTOR_KEY_COLUMNS,
+    DocumentSource,
+    RowSource,
+    TableDocuments,
+    TableRows,
+    chunk_keys,
+)
 from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze, stemming
 from codex_pipeline.retrieval.units import context_prefix
 
@@ -104,7 +112,6 @@ PROPOSITION_COLUMNS = ("alignment_score", "extractor")
 PROPOSITIONS_DIR = "propositions"
 BATCH_ROWS_KEY = b"codex.batch_rows"
 NUM_ROWS_KEY = b"codex.num_rows"
-_URN_CHUNK = re.compile(r"^urn:aprs:chunk:[0-9a-f]{16}$")
 
 
 @dataclass(frozen=True)
@@ -153,16 +160,6 @@ def analyzer_id() -> str:
     return f"{ANALYZER_VERSION}/{stemming()}"
 
 
-def chunk_keys(chunk_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """The 64-bit key of each chunk id (its 16 hex digits; any other format is hashed)."""
-    out = np.empty(len(chunk_ids), np.uint64)
-    for i, cid in enumerate(chunk_ids.to_pylist()):
-        out[i] = int(cid[-16:], 16) if _URN_CHUNK.match(cid) else int.from_bytes(
-            hashlib.sha256(cid.encode()).digest()[:8], "big"
-        )
-    return out
-
-
 def build_search_index(
     root: Path,
     dataset: str,
@@ -179,48 +176,71 @@ def build_search_index(
     reuse: bool = True,
     keep_versions: int = 2,
 ) -> IndexManifest:
-    """Write a new index version of ``dataset`` under ``root`` and make it current.
+    """:func:`build_index` from Arrow tables in memory.
 
     ``chunks``: the current chunk rows (contract columns); ``documents``: ``doc_id``
     and ``canonical_text`` of the current documents; ``embeddings``: ``chunk_id``,
     ``partition_date``, ``input_hash``, ``embedding_model``, ``embedding_version``,
-    ``vector`` — only vectors of ``embedding_model``/``embedding_version`` (default:
-    the most common pair) computed from a chunk's exact current text are indexed;
-    ``units``: the evidence-unit vectors (``codex.<dataset>_evidence_units``: ``chunk_id``,
-    ``partition_date``, ``unit_index``, ``input_hash``, model, version, ``vector``) of that pair.
+    ``vector``; ``units``: the evidence-unit vectors (``codex.<dataset>_evidence_units``: ``chunk_id``,
+    ``partition_date``, ``unit_index``, ``input_hash``, model, version, ``vector``).
     ``propositions`` (rows in the chunk columns, see :mod:`~codex_pipeline.retrieval.proposition_rows`) and their
-    ``proposition_embeddings`` (keyed like ``embeddings``) become the ``propositions/`` collection of the same
-    version: same analyzer, same graph parameters, swapped with the chunks in one step.
-    With ``reuse``, the live version's terms and graphs are updated instead of rebuilt.
+    ``proposition_embeddings`` (keyed like ``embeddings``).
+    """
+    props = TableRows(propositions, proposition_embeddings) \
+        if propositions is not None and propositions.num_rows else None
+    return build_index(root, dataset, TableRows(chunks, embeddings, units), TableDocuments(documents),
+                       propositions=props, embedding_model=embedding_model, embedding_version=embedding_version,
+                       source=source, reuse=reuse, keep_versions=keep_versions)
+
+
+def build_index(
+    root: Path,
+    dataset: str,
+    rows: RowSource,
+    documents: DocumentSource,
+    *,
+    propositions: RowSource | None = None,
+    embedding_model: str | None = None,
+    embedding_version: str | None = None,
+    source: Mapping[str, str] | None = None,
+    reuse: bool = True,
+    keep_versions: int = 2,
+) -> IndexManifest:
+    """Write a new index version of ``dataset`` under ``root`` from streamed inputs and make it current.
+
+    Only vectors of ``embedding_model``/``embedding_version`` (default: the most common
+    pair) computed from a chunk's exact current text are indexed. ``propositions`` become
+    the ``propositions/`` collection of the same version: same analyzer, same graph
+    parameters, swapped with the chunks in one step. With ``reuse``, the live version's
+    terms and graphs are updated instead of rebuilt.
     """
     t0 = time.perf_counter()
     root.mkdir(parents=True, exist_ok=True)
-    rows, duplicates = _rows(chunks, ROW_COLUMNS)
-    docs = _docs(documents, rows)
-    model, version = _pick_model(embeddings, embedding_model, embedding_version)
+    skeleton = _skeleton(rows)
+    model, version = _pick_model(rows, embedding_model, embedding_version)
     name = f"v-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
     tmp = root / f".tmp-{name}"
     tmp.mkdir()
     try:
-        _write_arrow(docs, tmp / DOCS_FILE, DOCS_PER_BATCH)
+        doc_ids = _write_docs(documents, tmp / DOCS_FILE, skeleton.table.column("doc_id"))
         previous = _live_dir(root) if reuse else None
-        made = _write_collection(tmp, rows, docs, embeddings, units, previous, model, version)
+        made = _write_collection(tmp, rows, skeleton, doc_ids, previous, model, version, ROW_COLUMNS)
         props = _CollectionStats()
-        if propositions is not None and propositions.num_rows:
-            prop_rows, _ = _rows(propositions, ROW_COLUMNS + PROPOSITION_COLUMNS)
+        if propositions is not None:
+            prop_skeleton = _skeleton(propositions)
             earlier = previous / PROPOSITIONS_DIR if previous is not None else None
-            props = _write_collection(tmp / PROPOSITIONS_DIR, prop_rows, docs, proposition_embeddings, None,
+            props = _write_collection(tmp / PROPOSITIONS_DIR, propositions, prop_skeleton, doc_ids,
                                       earlier if earlier is not None and (earlier / MANIFEST_FILE).exists() else None,
-                                      model, version)
+                                      model, version, ROW_COLUMNS + PROPOSITION_COLUMNS)
         manifest = IndexManifest(
             dataset=dataset,
             version=name,
             built_at=dt.datetime.now(dt.UTC).isoformat(),
             chunks=made.rows,
-            documents=docs.num_rows,
+            documents=len(doc_ids),
             vectors=made.vectors,
             missing_vectors=made.rows - made.vectors,
-            duplicate_chunk_ids=duplicates,
+            duplicate_chunk_ids=skeleton.duplicates,
             embedding_model=model,
             embedding_version=version,
             dimensions=made.dimensions or props.dimensions,
@@ -266,38 +286,101 @@ class _CollectionStats:
     graph: str = "none"
 
 
+@dataclass(frozen=True)
+class _Skeleton:
+    """The ids and links of a collection's rows, one per key, in key order: all a build holds of them at once."""
+
+    table: pa.Table  # key, chunk_id, doc_id, parent_chunk_id, partition_date, content_hash
+    start: np.ndarray  # each row's own char_span
+    end: np.ndarray
+    duplicates: int  # rows dropped because their chunk_id was already taken (an older day)
+
+    @property
+    def keys(self) -> np.ndarray:
+        return self.table.column("key").to_numpy()
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+
+def _first_of_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The batches with each key's first row only (sources deliver a repeated key's latest day first)."""
+    last: int | None = None
+    for batch in batches:
+        keys = batch.column("key").to_numpy()
+        if not len(keys):
+            continue
+        first = np.ones(len(keys), bool)
+        first[1:] = keys[1:] != keys[:-1]
+        if last is not None:
+            first[0] = keys[0] != last
+        last = int(keys[-1])
+        yield batch if first.all() else batch.filter(pa.array(first))
+
+
+def _skeleton(source: RowSource) -> _Skeleton:
+    reader = source.rows(SKELETON_COLUMNS)
+    total, kept = 0, []
+    spans_at: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal total
+        for batch in reader:
+            total += batch.num_rows
+            yield batch
+
+    for batch in _first_of_key(counted()):
+        spans = pc.extract_regex(batch.column("evidence_anchor"), r'"char_span":\[(?P<s>\d+),(?P<e>\d+)\]')
+        spans_at.append((pc.cast(pc.struct_field(spans, "s"), pa.int64()).to_numpy(zero_copy_only=False),
+                         pc.cast(pc.struct_field(spans, "e"), pa.int64()).to_numpy(zero_copy_only=False)))
+        kept.append(batch.drop_columns(["evidence_anchor"]))
+    schema = reader.schema.remove(reader.schema.get_field_index("evidence_anchor"))
+    table = pa.Table.from_batches(kept, schema) if kept else schema.empty_table()
+    start = np.concatenate([s for s, _ in spans_at]) if spans_at else np.zeros(0, np.int64)
+    end = np.concatenate([e for _, e in spans_at]) if spans_at else np.zeros(0, np.int64)
+    return _Skeleton(table.combine_chunks(), start, end, total - table.num_rows)
+
+
 def _write_collection(
     folder: Path,
-    rows: pa.Table,
-    docs: pa.Table,
-    embeddings: pa.Table | None,
-    units: pa.Table | None,
+    source: RowSource,
+    skeleton: _Skeleton,
+    doc_ids: pa.Array,
     previous: Path | None,
     model: str | None,
     version: str | None,
+    columns: tuple[str, ...],
 ) -> _CollectionStats:
-    """rows.arrow, bm25/, the HNSW graph and unit vectors of one collection (chunks, or propositions) in ``folder``."""
+    """rows.arrow, bm25/, the HNSW graph and unit vectors of one collection (chunks, or propositions) in ``folder``.
+
+    Passes over the source: vector keys, unit keys, rows (written and analyzed as they
+    stream), unit vectors, vectors (twice when the previous graph may be updated).
+    """
     folder.mkdir(exist_ok=True)
-    rows = _link(rows, docs)
-    vectors, has_vector = _vectors(rows, embeddings, model, version)
-    rows = rows.append_column("has_vector", pa.array(has_vector))
-    unit_rows, unit_emb = _unit_rows(rows, units, model, version)
-    starts = np.full(rows.num_rows, -1, np.int64)
-    counts = np.zeros(rows.num_rows, np.int32)
-    if len(unit_rows):
-        first = np.flatnonzero(np.r_[True, unit_rows[1:] != unit_rows[:-1]])
-        starts[unit_rows[first]] = first
-        counts[unit_rows[first]] = np.diff(np.r_[first, len(unit_rows)])
-    rows = rows.append_column("unit_start", pa.array(starts)).append_column("unit_count", pa.array(counts))
-    _write_arrow(rows, folder / ROWS_FILE, ROWS_PER_BATCH)
-    keys = rows.column("key").to_numpy()
-    hashes = rows.column("content_hash")
-    terms_reused = _write_bm25(folder / BM25_DIR, rows, previous)
-    _write_units(folder, units, unit_emb)
-    graph, reused = _write_graph(folder / VECTORS_FILE, keys[has_vector], hashes.filter(pa.array(has_vector)), vectors,
-                                 previous, model, version)
-    return _CollectionStats(rows.num_rows, int(has_vector.sum()), int(vectors.shape[1]) if vectors.size else 0,
-                            len(unit_emb), reused, terms_reused, graph)
+    n = len(skeleton)
+    has_vector = _vector_rows(source, skeleton, model, version)
+    plan = _unit_plan(source, skeleton, model, version)
+    starts = np.full(n, -1, np.int64)
+    counts = np.zeros(n, np.int32)
+    if len(plan.rows):
+        first = np.flatnonzero(np.r_[True, plan.rows[1:] != plan.rows[:-1]])
+        starts[plan.rows[first]] = first
+        counts[plan.rows[first]] = np.diff(np.r_[first, len(plan.rows)])
+    extra = {**_link(skeleton, doc_ids), "has_vector": pa.array(has_vector),
+             "unit_start": pa.array(starts), "unit_count": pa.array(counts)}
+    reuse = _reusable_rows(skeleton, previous) if previous is not None and _same_analyzer(previous) else None
+    old = bm25.Bm25(previous / BM25_DIR).term_table() if reuse is not None and previous is not None else None
+    need = reuse < 0 if reuse is not None else np.ones(n, bool)
+    analyzed = _write_rows(folder / ROWS_FILE, source, columns, skeleton, extra, need)
+    table = bm25.TermTable.build(analyzed, n, old, reuse)
+    bm25.save(folder / BM25_DIR, table, bm25.score_matrix(table))
+    del table
+    _write_units(folder, source, skeleton, plan, model, version)
+    keys = skeleton.keys
+    graph, reused, dims = _write_graph(folder / VECTORS_FILE, source, skeleton, keys[has_vector],
+                                       skeleton.table.column("content_hash").filter(pa.array(has_vector)),
+                                       previous, model, version)
+    return _CollectionStats(n, int(has_vector.sum()), dims, len(plan.rows), reused, int(n - need.sum()), graph)
 
 
 def read_manifest(root: Path) -> IndexManifest | None:
@@ -311,30 +394,80 @@ def read_manifest(root: Path) -> IndexManifest | None:
 # -- building ------------------------------------------------------------------------
 
 
-def _rows(chunks: pa.Table, columns: tuple[str, ...]) -> tuple[pa.Table, int]:
-    """Index columns, a key per chunk, sorted by key; a repeated chunk id keeps its latest day."""
-    table = chunks.select(list(columns))
-    table = table.append_column("key", pa.array(chunk_keys(table.column("chunk_id")), pa.uint64()))
-    table = table.sort_by([("key", "ascending"), ("partition_date", "descending")])
-    keys = table.column("key").to_numpy()
-    first = np.ones(len(keys), bool)
-    if len(keys):
-        first[1:] = keys[1:] != keys[:-1]
-    return table.filter(pa.array(first)), int((~first).sum())
+def _write_docs(source: DocumentSource, path: Path, wanted: pa.ChunkedArray) -> pa.Array:
+    """docs.arrow: the canonical text of each document some row cites, by ``doc_id``; returns the ids written."""
+    value_set = pc.unique(wanted)
+    written: list[pa.Array] = []
+    last: str | None = None
+
+    def kept() -> Iterator[pa.RecordBatch]:
+        nonlocal last
+        for batch in source.documents():
+            batch = batch.filter(pc.is_in(batch.column("doc_id"), value_set=value_set))
+            ids = batch.column("doc_id").to_pylist()
+            if not ids:
+                continue
+            keep = [i != p for i, p in zip(ids, [last, *ids[:-1]])]  # a repeated id keeps its first text
+            last = ids[-1]
+            batch = batch if all(keep) else batch.filter(pa.array(keep))
+            written.append(batch.column("doc_id"))
+            yield batch
+
+    reader = source.documents()
+    with _BatchWriter(path, reader.schema, DOCS_PER_BATCH) as writer:  # how many: known at the end only
+        for batch in kept():
+            writer.write(batch)
+    return pa.concat_arrays(written) if written else pa.array([], reader.schema.field("doc_id").type)
 
 
-def _docs(documents: pa.Table, rows: pa.Table) -> pa.Table:
-    docs = documents.select(["doc_id", "canonical_text"])
-    wanted = pc.is_in(docs.column("doc_id"), value_set=pc.unique(rows.column("doc_id")))
-    docs = docs.filter(wanted).sort_by("doc_id")
-    ids = docs.column("doc_id").to_numpy(zero_copy_only=False)
-    keep = np.ones(len(ids), bool)
-    if len(ids):
-        keep[1:] = ids[1:] != ids[:-1]
-    return docs.filter(pa.array(keep))
+class _BatchWriter:
+    """An Arrow IPC file of record batches of exactly ``batch_rows`` rows (the last one shorter), so row ``i`` is
+    in batch ``i // batch_rows`` and a reader fetches it with one read. The row count, when known ahead, goes in
+    the schema metadata (readers count the batches otherwise)."""
+
+    def __init__(self, path: Path, schema: pa.Schema, batch_rows: int, num_rows: int | None = None) -> None:
+        meta = {**(schema.metadata or {}), BATCH_ROWS_KEY: str(batch_rows)}
+        if num_rows is not None:
+            meta[NUM_ROWS_KEY] = str(num_rows)
+        self.schema = schema.with_metadata(meta)
+        self.batch_rows = batch_rows
+        self._sink = pa.OSFile(str(path), "wb")
+        self._writer = pa.ipc.new_file(self._sink, self.schema)
+        self._pending: list[pa.RecordBatch] = []
+        self._held = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self._pending.append(batch)
+            self._held += batch.num_rows
+            if self._held >= self.batch_rows:
+                self._emit(final=False)
+
+    def _emit(self, final: bool) -> None:
+        if not self._pending:
+            return
+        table = pa.Table.from_batches(self._pending).combine_chunks()
+        at = 0
+        while self._held - at >= self.batch_rows or (final and self._held > at):
+            part = table.slice(at, self.batch_rows).to_batches()[0]
+            self._writer.write_batch(part.replace_schema_metadata(self.schema.metadata))
+            at += part.num_rows
+        rest = table.slice(at)
+        self._pending, self._held = rest.to_batches(), rest.num_rows
+
+    def __enter__(self) -> _BatchWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self._emit(final=True)
+            self._writer.close()
+        finally:
+            self._sink.close()
 
 
-def _link(rows: pa.Table, docs: pa.Table) -> pa.Table:
+def _link(skeleton: _Skeleton, docs: pa.Array) -> dict[str, pa.Array]:
     """Row links and context bounds, computed once so a query only reads them.
 
     ``doc_row``: the document's row in docs.arrow; ``parent_row``: the parent chunk's
@@ -342,174 +475,205 @@ def _link(rows: pa.Table, docs: pa.Table) -> pa.Table:
     covered by the parent and all its children (-1: a top-level chunk, bounded by its
     document), which is where a hit's context may come from.
     """
-    doc_row = pc.fill_null(pc.index_in(rows.column("doc_id"), value_set=docs.column("doc_id")), -1)
+    rows = skeleton.table
+    doc_row = pc.fill_null(pc.index_in(rows.column("doc_id"), value_set=docs), -1)
     parent = pc.fill_null(pc.index_in(rows.column("parent_chunk_id"), value_set=rows.column("chunk_id")), -1)
     parent_row = parent.to_numpy(zero_copy_only=False).astype(np.int64)
-    spans = pc.extract_regex(rows.column("evidence_anchor"), r'"char_span":\[(?P<s>\d+),(?P<e>\d+)\]')
-    start = pc.cast(pc.struct_field(spans, "s"), pa.int64()).to_numpy(zero_copy_only=False)
-    end = pc.cast(pc.struct_field(spans, "e"), pa.int64()).to_numpy(zero_copy_only=False)
+    start, end = skeleton.start, skeleton.end
     lo, hi = start.copy(), end.copy()  # per row: its own span widened by its children's
     child = parent_row >= 0
     np.minimum.at(lo, parent_row[child], start[child])
     np.maximum.at(hi, parent_row[child], end[child])
     family_start = np.where(child, lo[np.maximum(parent_row, 0)], -1)
     family_end = np.where(child, hi[np.maximum(parent_row, 0)], -1)
-    return (
-        rows.append_column("doc_row", doc_row.cast(pa.int32()))
-        .append_column("parent_row", pa.array(parent_row.astype(np.int32)))
-        .append_column("family_start", pa.array(family_start.astype(np.int32)))
-        .append_column("family_end", pa.array(family_end.astype(np.int32)))
-    )
+    return {
+        "doc_row": doc_row.cast(pa.int32()),
+        "parent_row": pa.array(parent_row.astype(np.int32)),
+        "family_start": pa.array(family_start.astype(np.int32)),
+        "family_end": pa.array(family_end.astype(np.int32)),
+    }
 
 
-def _pick_model(
-    embeddings: pa.Table | None, model: str | None, version: str | None
-) -> tuple[str | None, str | None]:
-    if embeddings is None or embeddings.num_rows == 0:
-        return model, version
+def _pick_model(source: RowSource, model: str | None, version: str | None) -> tuple[str | None, str | None]:
     if model and version:
         return model, version
-    counts = embeddings.group_by(["embedding_model", "embedding_version"]).aggregate([("chunk_id", "count")])
-    best = counts.sort_by([("chunk_id_count", "descending")]).slice(0, 1).to_pylist()[0]
-    return best["embedding_model"], best["embedding_version"]
+    counts = source.vector_models()
+    if not counts:
+        return model, version
+    best = max(counts, key=lambda c: c[2])
+    return best[0], best[1]
 
 
-def _vectors(
-    rows: pa.Table, embeddings: pa.Table | None, model: str | None, version: str | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """float32 [m, d] vectors for the rows that have one (``has_vector``), in row order.
-
-    Gathered straight from ``embeddings``' own buffers into the one output array: no
-    filtered or taken copy of the vector column (at 730,000 x 384 each was 1.1 GB).
-    """
-    has = np.zeros(rows.num_rows, bool)
-    if embeddings is None or embeddings.num_rows == 0 or model is None:
-        return np.zeros((0, 0), np.float32), has
-    wanted = pc.and_(pc.equal(embeddings.column("embedding_model"), model),
-                     pc.equal(embeddings.column("embedding_version"), version))
-    emb_keys = embeddings.select(["chunk_id", "partition_date", "input_hash"]).append_column(
-        "emb_row", pa.array(np.arange(embeddings.num_rows, dtype=np.int64))
-    ).filter(wanted)
-    row_keys = rows.select(["chunk_id", "partition_date", "content_hash"]).rename_columns(
-        ["chunk_id", "partition_date", "input_hash"]
-    ).append_column("row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    joined = row_keys.join(emb_keys, keys=["chunk_id", "partition_date", "input_hash"], join_type="inner")
-    joined = joined.select(["row", "emb_row"]).sort_by("row")
-    row_idx = joined.column("row").to_numpy()
-    row_idx, first = np.unique(row_idx, return_index=True)  # one vector per row
-    emb_idx = joined.column("emb_row").to_numpy()[first]
-    del joined
-    has[row_idx] = True
-    if not len(emb_idx):
-        return np.zeros((0, 0), np.float32), has
-    return _gather(embeddings.column("vector"), emb_idx), has
+def _match(batch: pa.RecordBatch, skeleton: _Skeleton, model: str | None, version: str | None,
+           text_hash: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """For a batch of vector rows: which belong to a row of the skeleton (same chunk, day and, with ``text_hash``,
+    text; the wanted model and version), and that row."""
+    keys = skeleton.keys
+    pos = np.zeros(batch.num_rows, np.int64)
+    if not len(keys) or not batch.num_rows:
+        return np.zeros(batch.num_rows, bool), pos
+    ok = pc.and_(pc.equal(batch.column("embedding_model"), model),
+                 pc.equal(batch.column("embedding_version"), version)).to_numpy(zero_copy_only=False)
+    ok = np.asarray(pc.fill_null(pa.array(ok), False).to_numpy(zero_copy_only=False), bool)
+    wanted = chunk_keys(batch.column("chunk_id"))
+    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    ok &= keys[pos] == wanted
+    take = pa.array(pos)
+    days = skeleton.table.column("partition_date").take(take)
+    ok &= _true(pc.equal(pc.cast(batch.column("partition_date"), days.type), days))
+    if text_hash:
+        ok &= _true(pc.equal(batch.column("input_hash"), skeleton.table.column("content_hash").take(take)))
+    return ok, pos
 
 
-def _gather(column: pa.ChunkedArray, idx: np.ndarray) -> np.ndarray:
-    """Rows ``idx`` of a vector column as float32 [len(idx), d], straight from its buffers."""
+def _true(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), bool)
+
+
+def _vector_rows(source: RowSource, skeleton: _Skeleton, model: str | None, version: str | None) -> np.ndarray:
+    """Which rows have a vector of ``model``/``version`` for their exact text (keys only: no vector is read)."""
+    has = np.zeros(len(skeleton), bool)
+    reader = source.vectors(VECTOR_KEY_COLUMNS) if model is not None else None
+    for batch in reader or ():
+        ok, pos = _match(batch, skeleton, model, version)
+        has[pos[ok]] = True
+    return has
+
+
+def _vector_batches(source: RowSource, skeleton: _Skeleton, model: str | None, version: str | None
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(keys, float32 vectors)`` of the rows :func:`_vector_rows` found, one vector per row, batch by batch."""
+    reader = source.vectors((*VECTOR_KEY_COLUMNS, "vector")) if model is not None else None
+    taken = np.zeros(len(skeleton), bool)
+    keys = skeleton.keys
+    for batch in reader or ():
+        ok, pos = _match(batch, skeleton, model, version)
+        idx = np.flatnonzero(ok)
+        idx = idx[np.unique(pos[idx], return_index=True)[1]]  # one per row within the batch
+        idx = idx[~taken[pos[idx]]]  # and across batches
+        if not len(idx):
+            continue
+        taken[pos[idx]] = True
+        yield keys[pos[idx]], _gather(batch.column("vector"), idx)
+
+
+def _gather(column: pa.Array, idx: np.ndarray) -> np.ndarray:
+    """Rows ``idx`` of one batch's vector column as float32 [len(idx), d], straight from its buffers."""
     dims = column.type.list_size if pa.types.is_fixed_size_list(column.type) else len(column[0])
-    out = np.empty((len(idx), dims), np.float32)
-    order = np.argsort(idx, kind="stable")  # walk the vector column once, chunk by chunk
-    wanted_rows = idx[order]
-    at = 0
-    for chunk in column.chunks:
-        lo, hi = np.searchsorted(wanted_rows, [at, at + len(chunk)])
-        if hi > lo:
-            fixed = pa.types.is_fixed_size_list(chunk.type) and chunk.null_count == 0
-            flat = chunk.flatten() if fixed else pc.list_flatten(chunk)  # fixed: a zero-copy view of this chunk
-            out[order[lo:hi]] = flat.to_numpy(zero_copy_only=False).reshape(-1, dims)[wanted_rows[lo:hi] - at]
-        at += len(chunk)
-    return out
+    fixed = pa.types.is_fixed_size_list(column.type) and column.null_count == 0
+    flat = column.flatten() if fixed else pc.list_flatten(column)  # fixed: a zero-copy view
+    return np.asarray(flat.to_numpy(zero_copy_only=False).reshape(-1, dims)[idx], np.float32)
 
 
-def _unit_rows(
-    rows: pa.Table, units: pa.Table | None, model: str | None, version: str | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each stored unit of an indexed chunk, in (row, unit_index) order: its row and its row in ``units``."""
+@dataclass(frozen=True)
+class _UnitPlan:
+    """Where each stored unit vector goes in units.npy: ordered by (row, unit_index), one per pair."""
+
+    rows: np.ndarray  # int64: the chunk's row
+    codes: np.ndarray  # int64: row << 24 | unit_index, sorted (units.npy's order)
+    hashes: np.ndarray  # uint64: the unit's text key (unit_keys.npy)
+
+
+_UNIT_BITS = 24
+
+
+def _unit_plan(source: RowSource, skeleton: _Skeleton, model: str | None, version: str | None) -> _UnitPlan:
     empty = np.zeros(0, np.int64)
-    if units is None or units.num_rows == 0 or model is None:
-        return empty, empty
-    wanted = pc.and_(pc.equal(units.column("embedding_model"), model), pc.equal(units.column("embedding_version"), version))
-    keys = units.select(["chunk_id", "partition_date", "unit_index"]).append_column(
-        "emb_row", pa.array(np.arange(units.num_rows, dtype=np.int64))
-    ).filter(wanted)
-    row_keys = rows.select(["chunk_id", "partition_date"]).append_column(
-        "row", pa.array(np.arange(rows.num_rows, dtype=np.int64))
-    )
-    joined = row_keys.join(keys, keys=["chunk_id", "partition_date"], join_type="inner")
-    joined = joined.select(["row", "unit_index", "emb_row"]).sort_by([("row", "ascending"), ("unit_index", "ascending")])
-    row = joined.column("row").to_numpy()
-    index = joined.column("unit_index").to_numpy()
-    keep = np.ones(len(row), bool)
-    keep[1:] = (row[1:] != row[:-1]) | (index[1:] != index[:-1])  # one vector per (row, unit)
-    return row[keep], joined.column("emb_row").to_numpy()[keep]
+    reader = source.units((*VECTOR_KEY_COLUMNS, "unit_index")) if model is not None else None
+    codes, hashes = [], []
+    for batch in reader or ():
+        ok, pos = _match(batch, skeleton, model, version, text_hash=False)
+        idx = np.flatnonzero(ok)
+        unit = batch.column("unit_index").to_numpy(zero_copy_only=False)[idx].astype(np.int64)
+        codes.append((pos[idx] << _UNIT_BITS) | unit)
+        hashes.append(np.array([int(h[:16], 16) for h in batch.column("input_hash").take(pa.array(idx)).to_pylist()],
+                               np.uint64))
+    if not codes:
+        return _UnitPlan(empty, empty, np.zeros(0, np.uint64))
+    code, first = np.unique(np.concatenate(codes), return_index=True)  # sorted; one per (row, unit)
+    return _UnitPlan(code >> _UNIT_BITS, code, np.concatenate(hashes)[first])
 
 
-def _write_units(folder: Path, units: pa.Table | None, emb_rows: np.ndarray) -> None:
-    """units.npy (f16, written through a file map: never all in memory) and unit_keys.npy."""
-    if units is None or not len(emb_rows):
+def _write_units(folder: Path, source: RowSource, skeleton: _Skeleton, plan: _UnitPlan,
+                 model: str | None, version: str | None) -> None:
+    """units.npy (f16, written through a file map as the unit vectors stream by) and unit_keys.npy."""
+    if not len(plan.codes):
         return
-    hashes = units.column("input_hash").take(pa.array(emb_rows)).to_pylist()
-    np.save(folder / UNIT_KEYS_FILE, np.array([int(h[:16], 16) for h in hashes], np.uint64))
-    column = units.column("vector")
-    dims = column.type.list_size if pa.types.is_fixed_size_list(column.type) else len(column[0])
-    out = np.lib.format.open_memmap(folder / UNITS_FILE, mode="w+", dtype=np.float16, shape=(len(emb_rows), dims))
-    step = 65_536
-    for lo in range(0, len(emb_rows), step):
-        out[lo : lo + step] = _gather(column, emb_rows[lo : lo + step])
-    out.flush()
-    del out
+    np.save(folder / UNIT_KEYS_FILE, plan.hashes)
+    out: np.memmap | None = None
+    reader = source.units((*VECTOR_KEY_COLUMNS, "unit_index", "vector"))
+    for batch in reader or ():
+        ok, pos = _match(batch, skeleton, model, version, text_hash=False)
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            continue
+        vectors = _gather(batch.column("vector"), idx)
+        if out is None:
+            out = np.lib.format.open_memmap(folder / UNITS_FILE, mode="w+", dtype=np.float16,
+                                            shape=(len(plan.codes), vectors.shape[1]))
+        unit = batch.column("unit_index").to_numpy(zero_copy_only=False)[idx].astype(np.int64)
+        out[np.searchsorted(plan.codes, (pos[idx] << _UNIT_BITS) | unit)] = vectors
+    if out is not None:
+        out.flush()
+        del out
 
 
-def _write_arrow(table: pa.Table, path: Path, batch_rows: int) -> None:
-    """Record batches of exactly ``batch_rows`` rows (the last one shorter): row ``i`` is in batch ``i // batch_rows``."""
-    schema = table.schema.with_metadata({**(table.schema.metadata or {}), BATCH_ROWS_KEY: str(batch_rows),
-                                         NUM_ROWS_KEY: str(table.num_rows)})
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-        for start in range(0, table.num_rows, batch_rows):
-            for batch in table.slice(start, batch_rows).combine_chunks().to_batches():  # one batch
-                writer.write_batch(batch.replace_schema_metadata(schema.metadata))
+def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleton: _Skeleton,
+                extra: Mapping[str, pa.Array], need: np.ndarray) -> Iterator[tuple[int, list[str]]]:
+    """Write rows.arrow as the rows stream by, yielding ``(row, terms)`` for the rows in ``need``.
+
+    The terms are the chunk text with its context prefix (the speaker of a turn, the header path of a section;
+    :func:`~codex_pipeline.retrieval.units.context_prefix`), so "what did Commissioner Lee say" matches Lee's
+    turns although ``chunk_text`` holds only the spoken words. Raises when the rows do not arrive in the
+    skeleton's order (the corpus changed between passes: the build lock should prevent it).
+    """
+    keys = skeleton.keys
+    at = 0
+    reader = source.rows(columns)
+    schema = reader.schema
+    for name, array in extra.items():
+        schema = schema.append(pa.field(name, array.type))
+    analyzed: list[tuple[int, list[str]]] = []
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        nonlocal at
+        for batch in _first_of_key(reader):
+            m = batch.num_rows
+            if at + m > len(keys) or not np.array_equal(batch.column("key").to_numpy(), keys[at:at + m]):
+                raise RuntimeError(f"{path.parent}: the corpus changed while the index was built; build again")
+            for name, array in extra.items():
+                batch = batch.append_column(name, array.slice(at, m))
+            rows = np.flatnonzero(need[at:at + m])
+            if len(rows):
+                take = pa.array(rows)
+                texts = batch.column("chunk_text").take(take).to_pylist()
+                metas = batch.column("metadata").take(take).to_pylist()
+                analyzed.extend((at + int(i), analyze(context_prefix(meta) + text))
+                                for i, text, meta in zip(rows, texts, metas))
+            at += m
+            yield batch
+
+    with _BatchWriter(path, schema, ROWS_PER_BATCH, len(keys)) as writer:
+        for batch in batches():
+            writer.write(batch)
+            yield from analyzed
+            analyzed.clear()
+    if at != len(keys):
+        raise RuntimeError(f"{path.parent}: the corpus changed while the index was built; build again")
 
 
-def _write_bm25(folder: Path, rows: pa.Table, previous: Path | None) -> int:
-    """Analyze the chunks the previous version does not hold (same key, same text); returns how many were reused."""
-    reuse = _reusable_rows(rows, previous) if previous is not None and _same_analyzer(previous) else None
-    old = bm25.Bm25(previous / BM25_DIR).term_table() if reuse is not None and previous is not None else None
-    need = np.flatnonzero(reuse < 0) if reuse is not None else np.arange(rows.num_rows)
-    table = bm25.TermTable.build(_analyzed(rows.column("chunk_text"), need, rows.column("metadata")), rows.num_rows,
-                                 old, reuse)
-    bm25.save(folder, table, bm25.score_matrix(table))
-    return rows.num_rows - len(need)
-
-
-def _analyzed(texts: pa.ChunkedArray, rows: np.ndarray, metadata: pa.ChunkedArray | None = None,
-              batch: int = 8192) -> Iterator[tuple[int, list[str]]]:
-    """``(row, terms)`` for ``rows``: the chunk text with its context prefix (the speaker of a turn, the header path
-    of a section; :func:`~codex_pipeline.retrieval.units.context_prefix`), so "what did Commissioner Lee say" matches
-    Lee's turns although ``chunk_text`` holds only the spoken words."""
-    for at in range(0, len(rows), batch):
-        part = rows[at:at + batch]
-        take = pa.array(part, pa.int64())
-        metas = metadata.take(take).to_pylist() if metadata is not None else [None] * len(part)
-        for i, text, meta in zip(part.tolist(), texts.take(take).to_pylist(), metas):
-            yield i, analyze(context_prefix(meta) + text)
-
-
-def _reusable_rows(rows: pa.Table, previous: Path) -> np.ndarray:
+def _reusable_rows(skeleton: _Skeleton, previous: Path) -> np.ndarray:
     """For each row, the previous version's row with the same key and text (-1: none)."""
     old = _open_arrow(previous / ROWS_FILE).select(["key", "content_hash"])
     old_keys = old.column("key").to_numpy()
-    keys = rows.column("key").to_numpy()
-    pos = np.searchsorted(old_keys, keys)
-    pos_ok = np.minimum(pos, max(len(old_keys) - 1, 0))
+    keys = skeleton.keys
     out = np.full(len(keys), -1, np.int64)
     if not len(old_keys):
         return out
+    pos_ok = np.minimum(np.searchsorted(old_keys, keys), len(old_keys) - 1)
     same_key = old_keys[pos_ok] == keys
-    same_text = pc.equal(rows.column("content_hash"), old.column("content_hash").take(pa.array(pos_ok))).to_numpy(
-        zero_copy_only=False
-    )
-    hit = same_key & np.asarray(same_text, bool)
+    same_text = _true(pc.equal(skeleton.table.column("content_hash"), old.column("content_hash").take(pa.array(pos_ok))))
+    hit = same_key & same_text
     out[hit] = pos_ok[hit]
     return out
 
@@ -521,39 +685,50 @@ def _same_analyzer(previous: Path) -> bool:
 
 def _write_graph(
     path: Path,
+    source: RowSource,
+    skeleton: _Skeleton,
     keys: np.ndarray,
     hashes: pa.ChunkedArray,
-    vectors: np.ndarray,
     previous: Path | None,
     model: str | None,
     version: str | None,
-) -> tuple[str, int]:
-    """Write the HNSW file; returns (``built`` | ``updated`` | ``none``, vectors reused)."""
-    if not len(keys):
-        return "none", 0
-    dims = vectors.shape[1]
+) -> tuple[str, int, int]:
+    """Write the HNSW file from the streamed vectors; returns (``built`` | ``updated`` | ``none``, vectors reused,
+    dimensions). ``keys``/``hashes``: the rows that have a vector."""
+    batches = _vector_batches(source, skeleton, model, version)
+    first = next(batches, None)
+    if first is None or not len(keys):
+        return "none", 0, 0
+    dims = first[1].shape[1]
     old = _previous_graph(previous, model, version, dims)
     if old is not None:
         index, old_keys, old_hashes = old
         new_hash = dict(zip(keys.tolist(), hashes.to_pylist()))
-        stale = [k for k, h in zip(old_keys.tolist(), old_hashes) if new_hash.get(k) != h]
-        stale += _changed_vectors(index, keys, vectors, set(stale) | (set(old_keys.tolist()) ^ set(keys.tolist())))
+        stale = {k for k, h in zip(old_keys.tolist(), old_hashes) if new_hash.get(k) != h}
+        gone = set(old_keys.tolist()) ^ set(keys.tolist())
+        for batch_keys, vectors in itertools.chain([first], batches):
+            stale.update(_changed_vectors(index, batch_keys, vectors, stale | gone))
         if len(stale) <= REBUILD_FRACTION * max(len(old_keys), 1):
             if stale:
-                index.remove(np.array(stale, np.uint64))
-            kept = set(old_keys.tolist()) - set(stale)
-            add = np.array([k not in kept for k in keys.tolist()], bool)
-            if add.any():
-                index.add(keys[add], vectors[add], threads=_threads())
+                index.remove(np.array(sorted(stale), np.uint64))
+            kept = set(old_keys.tolist()) - stale
+            for batch_keys, vectors in _vector_batches(source, skeleton, model, version):
+                add = np.array([k not in kept for k in batch_keys.tolist()], bool)
+                if add.any():
+                    index.add(batch_keys[add], vectors[add], threads=_threads())
             save_graph(index, path)
-            return "updated", len(kept)
+            return "updated", len(kept), dims
+        del index
+        batches = _vector_batches(source, skeleton, model, version)
+        first = next(batches)
     index = Index(
         ndim=dims, metric="cos", dtype=VECTOR_DTYPE, connectivity=CONNECTIVITY,
         expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH,
     )
-    index.add(keys, vectors, threads=_threads())
+    for batch_keys, vectors in itertools.chain([first], batches):
+        index.add(batch_keys, vectors, threads=_threads())
     save_graph(index, path)
-    return "built", 0
+    return "built", 0, dims
 
 
 def save_graph(index: Index, path: Path) -> None:
@@ -606,18 +781,15 @@ def _probe_errno(path: Path) -> int | None:
 def _changed_vectors(index: Index, keys: np.ndarray, vectors: np.ndarray, skip: set[int]) -> list[int]:
     """Keys whose graph vector is not the new one (same text, other vector: e.g. a new pooling recipe).
 
-    Compared by cosine in batches: f16 storage moves a vector by ~1e-7 of cosine, a
-    recipe change by ~1e-3.
+    Compared by cosine: f16 storage moves a vector by ~1e-7 of cosine, a recipe change by ~1e-3.
     """
-    out: list[int] = []
     both = np.flatnonzero([k not in skip for k in keys.tolist()])
-    for lo in range(0, len(both), 65_536):
-        at = both[lo : lo + 65_536]
-        old = np.asarray(index.get(keys[at]), np.float32)
-        new = vectors[at]
-        cos = (old * new).sum(axis=1) / np.maximum(np.linalg.norm(old, axis=1) * np.linalg.norm(new, axis=1), 1e-12)
-        out += keys[at][cos < 1.0 - 1e-4].tolist()
-    return out
+    if not len(both):
+        return []
+    old = np.asarray(index.get(keys[both]), np.float32)
+    new = vectors[both]
+    cos = (old * new).sum(axis=1) / np.maximum(np.linalg.norm(old, axis=1) * np.linalg.norm(new, axis=1), 1e-12)
+    return keys[both][cos < 1.0 - 1e-4].tolist()
 
 
 def _previous_graph(

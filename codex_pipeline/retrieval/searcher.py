@@ -71,8 +71,13 @@ class _Batches:
         self.schema = self._reader.schema
         meta = self.schema.metadata or {}
         self.batch_rows = int(meta[BATCH_ROWS_KEY])
-        self.num_rows = int(meta[NUM_ROWS_KEY])
+        self.num_rows = int(meta[NUM_ROWS_KEY]) if NUM_ROWS_KEY in meta else self._counted()
         self._cache: OrderedDict[int, pa.RecordBatch] = OrderedDict()
+
+    def _counted(self) -> int:
+        """Rows of a file written without its count (docs.arrow): full batches and the last one."""
+        n = self._reader.num_record_batches
+        return (n - 1) * self.batch_rows + self._reader.get_batch(n - 1).num_rows if n else 0
 
     def batch_of(self, row: int) -> tuple[pa.RecordBatch, int]:
         """The record batch holding ``row``, and the row's place in it."""

@@ -71,12 +71,12 @@ def test_a_full_disk_under_pyarrow_names_the_index_folder(warehouse: Warehouse, 
     folder.mkdir(parents=True)
     (folder / "harbor.txt").write_text("The harbor commission approved dredging of the north channel. " * 20)
     assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
-    real = index_module._write_arrow
+    real = index_module._BatchWriter.__init__
 
-    def onto_a_full_disk(table, path: Path, batch_rows: int) -> None:  # type: ignore[no-untyped-def]
+    def onto_a_full_disk(self, path: Path, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         os.symlink(FULL, path)
-        real(table, path, batch_rows)
+        real(self, path, *args, **kwargs)
 
-    monkeypatch.setattr(index_module, "_write_arrow", onto_a_full_disk)
+    monkeypatch.setattr(index_module._BatchWriter, "__init__", onto_a_full_disk)
     with pytest.raises(OSError, match=r"no space left on device writing .*search_index/\.tmp-v-.*CODEX_DATA_DIR"):
         update_dataset_index(warehouse, "narrative", FAKE_MODEL, FAKE_VERSION)
