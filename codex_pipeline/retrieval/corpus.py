@@ -72,7 +72,7 @@ class WarehouseRows:
     params: list[Any]
 
     def _stream(self, sql: str, params: list[Any] | None = None) -> pa.RecordBatchReader:
-        reader: pa.RecordBatchReader = self.con.cursor().execute(sql, params or []).to_arrow_reader(BATCH_ROWS)
+        reader: pa.RecordBatchReader = self.con.cursor().sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
         return reader
 
     def rows(self, columns: Sequence[str]) -> pa.RecordBatchReader:
@@ -120,7 +120,7 @@ class WarehouseDocuments:
     def documents(self) -> pa.RecordBatchReader:
         sql = (f"SELECT doc_id, canonical_text FROM {SCHEMA}.{self.dataset}_raw SEMI JOIN (SELECT DISTINCT doc_id, "
                f"partition_date FROM {SCHEMA}.{self.dataset}_chunks) USING (doc_id, partition_date) ORDER BY doc_id")
-        reader: pa.RecordBatchReader = self.con.cursor().execute(sql).to_arrow_reader(BATCH_ROWS)
+        reader: pa.RecordBatchReader = self.con.cursor().sql(sql).to_arrow_reader(BATCH_ROWS)
         return reader
 
 
@@ -146,9 +146,8 @@ def open_current_corpus(
     views: dict[str, str] = {}
     for table in SOURCE_TABLES:
         views.update(views_for(wh, dataset, table))
-    scratch = Path(tempfile.mkdtemp(prefix=".spill-", dir=spill)) if spill is not None else None
-    config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": BUILD_MEMORY_LIMIT,
-                                                                "preserve_insertion_order": False}
+    scratch = Path(tempfile.mkdtemp(prefix=".tmp-spill-", dir=spill)) if spill is not None else None
+    config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": BUILD_MEMORY_LIMIT}
     if scratch is not None:
         config["temp_directory"] = str(scratch)
     con = duckdb.connect(config=config)
