@@ -46,6 +46,7 @@ import datetime as dt
 import errno
 import itertools
 import json
+import mmap
 import os
 import secrets
 import shutil
@@ -596,26 +597,52 @@ def _unit_plan(source: RowSource, skeleton: _Skeleton, model: str | None, versio
 
 def _write_units(folder: Path, source: RowSource, skeleton: _Skeleton, plan: _UnitPlan,
                  model: str | None, version: str | None) -> None:
-    """units.npy (f16, written through a file map as the unit vectors stream by) and unit_keys.npy."""
+    """units.npy (f16) and unit_keys.npy, the vectors written into place as they stream by.
+
+    Through a file map whose written pages are handed back after each batch: a mapped
+    page counts in the process's RSS until then, and units.npy is the biggest file of
+    the index (two thirds of a GB at a year of daily partitions).
+    """
     if not len(plan.codes):
         return
     np.save(folder / UNIT_KEYS_FILE, plan.hashes)
-    out: np.memmap | None = None
     reader = source.units((*VECTOR_KEY_COLUMNS, "unit_index", "vector"))
-    for batch in reader or ():
-        ok, pos = _match(batch, skeleton, model, version, text_hash=False)
-        idx = np.flatnonzero(ok)
-        if not len(idx):
-            continue
-        vectors = _gather(batch.column("vector"), idx)
-        if out is None:
-            out = np.lib.format.open_memmap(folder / UNITS_FILE, mode="w+", dtype=np.float16,
-                                            shape=(len(plan.codes), vectors.shape[1]))
-        unit = batch.column("unit_index").to_numpy(zero_copy_only=False)[idx].astype(np.int64)
-        out[np.searchsorted(plan.codes, (pos[idx] << _UNIT_BITS) | unit)] = vectors
-    if out is not None:
-        out.flush()
-        del out
+    out: _UnitFile | None = None
+    try:
+        for batch in reader or ():
+            ok, pos = _match(batch, skeleton, model, version, text_hash=False)
+            idx = np.flatnonzero(ok)
+            if not len(idx):
+                continue
+            vectors = _gather(batch.column("vector"), idx)
+            out = out or _UnitFile(folder / UNITS_FILE, len(plan.codes), vectors.shape[1])
+            unit = batch.column("unit_index").to_numpy(zero_copy_only=False)[idx].astype(np.int64)
+            out.write(np.searchsorted(plan.codes, (pos[idx] << _UNIT_BITS) | unit), vectors)
+    finally:
+        if out is not None:
+            out.close()
+
+
+class _UnitFile:
+    """A ``.npy`` file of f16 rows written at row indexes through ``mmap``, its pages released after each write."""
+
+    def __init__(self, path: Path, rows: int, dims: int) -> None:
+        header = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=(rows, dims))  # sizes the file
+        self.offset = header.offset
+        del header
+        self._fh = open(path, "r+b")
+        self._map = mmap.mmap(self._fh.fileno(), 0)
+        self.rows = np.frombuffer(self._map, np.float16, rows * dims, self.offset).reshape(rows, dims)
+
+    def write(self, at: np.ndarray, vectors: np.ndarray) -> None:
+        self.rows[at] = vectors
+        self._map.flush()
+        self._map.madvise(mmap.MADV_DONTNEED)  # written back: drop them from this process (the page cache keeps them)
+
+    def close(self) -> None:
+        del self.rows
+        self._map.close()
+        self._fh.close()
 
 
 def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleton: _Skeleton,

@@ -103,6 +103,7 @@ def test_the_streamed_build_writes_what_the_in_memory_build_writes(
     manifest, built = update_dataset_index(warehouse, "narrative", embedder.model, embedder.version, force=True)
     assert built and manifest.chunks > batch_rows or batch_rows > 100
     assert manifest.vectors == manifest.chunks and manifest.documents == 4  # bridge's day-2 version only
+    assert manifest.units > 0  # chunks of several evidence units: units.npy is compared too
     streamed = _live_dir(index_root(warehouse, "narrative"))
     assert streamed is not None
     assert _files(streamed) == _files(_in_memory(warehouse, tmp_path / "memory"))
