@@ -62,9 +62,10 @@ def _ensure_index(args: argparse.Namespace) -> None:
     if (index_root(Warehouse(args.data_dir), DATASET) / CURRENT_FILE).exists():
         return
     print(f"building the bench_search data: {args.partitions} partitions x {args.chunks} chunks", flush=True)
-    subprocess.run([sys.executable, str(Path(__file__).parent / "bench_search.py"), "--phase", "build",
-                    "--data-dir", str(args.data_dir), "--partitions", str(args.partitions), "--chunks", str(args.chunks)],
-                   check=True, stdout=subprocess.DEVNULL)
+    for phase in ("synth", "build"):
+        subprocess.run([sys.executable, str(Path(__file__).parent / "bench_search.py"), "--phase", phase,
+                        "--data-dir", str(args.data_dir), "--partitions", str(args.partitions),
+                        "--chunks", str(args.chunks)], check=True, stdout=subprocess.DEVNULL)
 
 
 def _queries(retriever, n: int) -> list[str]:  # type: ignore[no-untyped-def]
