@@ -316,7 +316,9 @@ def _run(phase: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--phase", phase, "--data-dir", str(args.data_dir),
            "--partitions", str(args.partitions), "--chunks", str(args.chunks), "--queries", str(args.queries),
            "--relanded", str(args.relanded), "--seed", str(args.seed)]
-    proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"bench_search: the {phase} phase failed:\n{proc.stderr[-4000:]}")
     sys.stdout.write("\n".join(line for line in proc.stdout.splitlines() if not line.startswith("{")) + "\n")
     return json.loads(next(line for line in reversed(proc.stdout.splitlines()) if line.startswith("{")))
 

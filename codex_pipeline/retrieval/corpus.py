@@ -57,8 +57,8 @@ def index_root(wh: Warehouse, dataset: str) -> Path:
 KEY_SQL = ("CASE WHEN regexp_full_match(chunk_id, 'urn:aprs:chunk:[0-9a-f]{16}') "
            "THEN ('0x' || right(chunk_id, 16))::UBIGINT ELSE ('0x' || left(sha256(chunk_id), 16))::UBIGINT END")
 """:func:`~codex_pipeline.retrieval.index_source.chunk_keys` in SQL, so DuckDB sorts by it."""
-BUILD_MEMORY_LIMIT = "1GB"
-"""DuckDB's share of a build: its sorts of chunk rows and canonical texts spill to disk beyond it."""
+BUILD_MEMORY_LIMIT = "512MB"
+"""DuckDB's share of a build: its sort of the chunk rows spills to disk beyond it."""
 
 
 @dataclass
@@ -119,7 +119,7 @@ class WarehouseDocuments:
 
     def documents(self) -> pa.RecordBatchReader:
         sql = (f"SELECT doc_id, canonical_text FROM {SCHEMA}.{self.dataset}_raw SEMI JOIN (SELECT DISTINCT doc_id, "
-               f"partition_date FROM {SCHEMA}.{self.dataset}_chunks) USING (doc_id, partition_date) ORDER BY doc_id")
+               f"partition_date FROM {SCHEMA}.{self.dataset}_chunks) USING (doc_id, partition_date)")
         reader: pa.RecordBatchReader = self.con.cursor().sql(sql).to_arrow_reader(BATCH_ROWS)
         return reader
 
@@ -139,7 +139,7 @@ def open_current_corpus(
 ) -> Iterator[CurrentCorpus]:
     """The current chunks, their documents' canonical text and their vectors, as streams over the views.
 
-    Chunk rows and canonical texts are sorted by DuckDB within :data:`BUILD_MEMORY_LIMIT`, spilling to
+    Chunk rows are sorted by DuckDB within :data:`BUILD_MEMORY_LIMIT`, spilling to
     ``spill`` (a scratch folder, removed afterwards). Propositions are read into memory (with their anchors
     resolved in Python).
     """

@@ -396,28 +396,24 @@ def read_manifest(root: Path) -> IndexManifest | None:
 
 
 def _write_docs(source: DocumentSource, path: Path, wanted: pa.ChunkedArray) -> pa.Array:
-    """docs.arrow: the canonical text of each document some row cites, by ``doc_id``; returns the ids written."""
+    """docs.arrow: the canonical text of each document some row cites (a row finds it by ``doc_row``, its place in
+    the file); returns the ids written, in file order."""
     value_set = pc.unique(wanted)
     written: list[pa.Array] = []
-    last: str | None = None
-
-    def kept() -> Iterator[pa.RecordBatch]:
-        nonlocal last
-        for batch in source.documents():
-            batch = batch.filter(pc.is_in(batch.column("doc_id"), value_set=value_set))
-            ids = batch.column("doc_id").to_pylist()
-            if not ids:
-                continue
-            keep = [i != p for i, p in zip(ids, [last, *ids[:-1]])]  # a repeated id keeps its first text
-            last = ids[-1]
-            batch = batch if all(keep) else batch.filter(pa.array(keep))
-            written.append(batch.column("doc_id"))
-            yield batch
-
+    seen: set[str] = set()
     reader = source.documents()
     with _BatchWriter(path, reader.schema, DOCS_PER_BATCH) as writer:  # how many: known at the end only
-        for batch in kept():
-            writer.write(batch)
+        for batch in reader:
+            batch = batch.filter(pc.is_in(batch.column("doc_id"), value_set=value_set))
+            ids = batch.column("doc_id").to_pylist()
+            keep = []  # a repeated id keeps its first text
+            for i in ids:
+                keep.append(i not in seen)
+                seen.add(i)
+            batch = batch if all(keep) else batch.filter(pa.array(keep, pa.bool_()))
+            if batch.num_rows:
+                written.append(batch.column("doc_id"))
+                writer.write(batch)
     return pa.concat_arrays(written) if written else pa.array([], reader.schema.field("doc_id").type)
 
 

@@ -3,9 +3,9 @@
 A build holds the ids and links of a corpus's rows at once (its *skeleton*: a few
 small columns per chunk), and lets chunk texts, canonical texts and vectors pass
 through in batches, so its memory is the skeleton, the term table and the graph,
-never the corpus itself. Rows and documents arrive sorted (rows by key, documents by
-id), because ``rows.arrow`` and ``docs.arrow`` are written in that order; vectors
-arrive in any order and are matched to rows by key, day and text hash.
+never the corpus itself. Rows arrive sorted by key, because ``rows.arrow`` is written in that order (a point lookup is a binary search);
+documents and vectors arrive in any order, documents found again by ``doc_id``, vectors
+matched to rows by key, day and text hash.
 
 Two implementations: :class:`TableRows` / :class:`TableDocuments` over Arrow tables
 in memory (the tests, small corpora, the propositions of a dataset), and the
@@ -66,7 +66,7 @@ class RowSource(Protocol):
 
 class DocumentSource(Protocol):
     def documents(self) -> pa.RecordBatchReader:
-        """``doc_id``, ``canonical_text`` of every candidate document, ordered by ``doc_id`` (repeats allowed)."""
+        """``doc_id``, ``canonical_text`` of every candidate document, in any order (a repeated id: its first text)."""
         ...
 
 
@@ -108,4 +108,4 @@ class TableDocuments:
     table: pa.Table
 
     def documents(self) -> pa.RecordBatchReader:
-        return _reader(self.table.select(["doc_id", "canonical_text"]).sort_by("doc_id"))
+        return _reader(self.table.select(["doc_id", "canonical_text"]))

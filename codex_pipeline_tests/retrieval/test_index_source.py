@@ -64,10 +64,16 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
 
 
 def _files(folder: Path) -> dict[str, object]:
-    """What a version folder holds, comparable across builds (not its manifest: times and names differ)."""
-    out: dict[str, object] = {}
-    for name in (ROWS_FILE, DOCS_FILE):
-        out[name] = pa.ipc.open_file(pa.memory_map(str(folder / name))).read_all().to_pylist()
+    """What a version folder holds, comparable across builds (not its manifest: times and names differ).
+
+    Documents may be stored in any order (a row finds its document by place): rows are compared with the
+    ``doc_id`` their ``doc_row`` points to, documents as a set.
+    """
+    docs = pa.ipc.open_file(pa.memory_map(str(folder / DOCS_FILE))).read_all().to_pylist()
+    rows = pa.ipc.open_file(pa.memory_map(str(folder / ROWS_FILE))).read_all().to_pylist()
+    for row in rows:
+        row["doc_row"] = docs[row["doc_row"]]["doc_id"] if row["doc_row"] >= 0 else None
+    out: dict[str, object] = {ROWS_FILE: rows, DOCS_FILE: sorted((d["doc_id"], d["canonical_text"]) for d in docs)}
     for path in sorted((folder / BM25_DIR).glob("*.npy")) + [folder / UNITS_FILE, folder / UNIT_KEYS_FILE]:
         if path.exists():
             out[path.name] = np.load(path).tolist()
