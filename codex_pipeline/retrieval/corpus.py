@@ -118,8 +118,9 @@ class WarehouseDocuments:
     dataset: str
 
     def documents(self) -> pa.RecordBatchReader:
-        sql = (f"SELECT doc_id, canonical_text FROM {SCHEMA}.{self.dataset}_raw SEMI JOIN (SELECT DISTINCT doc_id, "
-               f"partition_date FROM {SCHEMA}.{self.dataset}_chunks) USING (doc_id, partition_date)")
+        # no join with the chunks here: the build keeps the (doc_id, partition_date) its rows cite, and the chunks
+        # view's joins cost DuckDB more than its memory limit at a year of partitions
+        sql = f"SELECT doc_id, partition_date, canonical_text FROM {SCHEMA}.{self.dataset}_raw"
         reader: pa.RecordBatchReader = self.con.cursor().sql(sql).to_arrow_reader(BATCH_ROWS)
         return reader
 

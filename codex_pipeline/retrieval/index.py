@@ -223,7 +223,7 @@ def build_index(
     tmp = root / f".tmp-{name}"
     tmp.mkdir()
     try:
-        doc_ids = _write_docs(documents, tmp / DOCS_FILE, skeleton.table.column("doc_id"))
+        doc_ids = _write_docs(documents, tmp / DOCS_FILE, skeleton)
         previous = _live_dir(root) if reuse else None
         made = _write_collection(tmp, rows, skeleton, doc_ids, previous, model, version, ROW_COLUMNS)
         props = _CollectionStats()
@@ -395,26 +395,35 @@ def read_manifest(root: Path) -> IndexManifest | None:
 # -- building ------------------------------------------------------------------------
 
 
-def _write_docs(source: DocumentSource, path: Path, wanted: pa.ChunkedArray) -> pa.Array:
-    """docs.arrow: the canonical text of each document some row cites (a row finds it by ``doc_row``, its place in
-    the file); returns the ids written, in file order."""
-    value_set = pc.unique(wanted)
+def _write_docs(source: DocumentSource, path: Path, skeleton: _Skeleton) -> pa.Array:
+    """docs.arrow: the canonical text of each document the rows cite, of the day they cite when the source says
+    (a row finds it by ``doc_row``, its place in the file); returns the ids written, in file order."""
+    cited = skeleton.table.select(["doc_id", "partition_date"]).group_by(["doc_id", "partition_date"]).aggregate([])
+    ids = pc.unique(cited.column("doc_id"))
     written: list[pa.Array] = []
     seen: set[str] = set()
     reader = source.documents()
-    with _BatchWriter(path, reader.schema, DOCS_PER_BATCH) as writer:  # how many: known at the end only
+    schema = pa.schema([reader.schema.field("doc_id"), reader.schema.field("canonical_text")])
+    with _BatchWriter(path, schema, DOCS_PER_BATCH) as writer:  # how many: known at the end only
         for batch in reader:
-            batch = batch.filter(pc.is_in(batch.column("doc_id"), value_set=value_set))
-            ids = batch.column("doc_id").to_pylist()
+            table = pa.Table.from_batches([batch])
+            if "partition_date" in table.column_names:
+                days = cited.column("partition_date").type
+                table = table.set_column(table.schema.get_field_index("partition_date"), "partition_date",
+                                         pc.cast(table.column("partition_date"), days))
+                table = table.join(cited, ["doc_id", "partition_date"], join_type="left semi")
+            else:
+                table = table.filter(pc.is_in(table.column("doc_id"), value_set=ids))
             keep = []  # a repeated id keeps its first text
-            for i in ids:
+            for i in table.column("doc_id").to_pylist():
                 keep.append(i not in seen)
                 seen.add(i)
-            batch = batch if all(keep) else batch.filter(pa.array(keep, pa.bool_()))
-            if batch.num_rows:
-                written.append(batch.column("doc_id"))
-                writer.write(batch)
-    return pa.concat_arrays(written) if written else pa.array([], reader.schema.field("doc_id").type)
+            table = table.filter(pa.array(keep, pa.bool_())).select(schema.names)
+            if table.num_rows:
+                written.append(table.column("doc_id").combine_chunks())
+                for part in table.to_batches():
+                    writer.write(part)
+    return pa.concat_arrays(written) if written else pa.array([], schema.field("doc_id").type)
 
 
 class _BatchWriter:

@@ -66,7 +66,7 @@ class RowSource(Protocol):
 
 class DocumentSource(Protocol):
     def documents(self) -> pa.RecordBatchReader:
-        """``doc_id``, ``canonical_text`` of every candidate document, in any order (a repeated id: its first text)."""
+        """``doc_id``, ``canonical_text`` and (optional) ``partition_date`` of the candidate documents, in any order."""
         ...
 
 
@@ -103,9 +103,10 @@ class TableRows:
 
 @dataclass(frozen=True)
 class TableDocuments:
-    """A :class:`DocumentSource` over a table of ``doc_id``, ``canonical_text``."""
+    """A :class:`DocumentSource` over a table of ``doc_id``, ``canonical_text`` (and ``partition_date``)."""
 
     table: pa.Table
 
     def documents(self) -> pa.RecordBatchReader:
-        return _reader(self.table.select(["doc_id", "canonical_text"]))
+        columns = ["doc_id", "partition_date", "canonical_text"]
+        return _reader(self.table.select([c for c in columns if c in self.table.column_names]))
