@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 K1 = 1.5
 B = 0.75
 TERMS_FILE = "terms.json"
+REUSE_BATCH_ROWS = 65_536
+"""Reused rows copied at a time (their positions are int64 per term: all at once, GBs at a year of partitions)."""
 
 
 @dataclass
@@ -86,11 +88,13 @@ class TermTable:
         np.cumsum(lengths, out=offsets[1:])
         flat = np.empty(int(offsets[-1]), np.int32)
         if reused.any() and previous is not None and reuse_rows is not None:
-            src = reuse_rows[reused]
-            dst_start, src_start, lens = offsets[:-1][reused], previous.offsets[src], lengths[reused]
-            shift = np.repeat(src_start - dst_start, lens)
-            dst = np.repeat(dst_start, lens) + (np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens))
-            flat[dst] = previous.term_ids[dst + shift]
+            rows_reused = np.flatnonzero(reused)
+            for at in range(0, len(rows_reused), REUSE_BATCH_ROWS):  # int64 temporaries per term: a batch at a time
+                part = rows_reused[at:at + REUSE_BATCH_ROWS]
+                lens = lengths[part]
+                within = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
+                src = np.repeat(previous.offsets[reuse_rows[part]], lens) + within
+                flat[np.repeat(offsets[part], lens) + within] = previous.term_ids[src]
         for part, ids in new_parts:
             lens = lengths[part]
             flat[np.repeat(offsets[part], lens) + (np.arange(len(ids)) - np.repeat(np.cumsum(lens) - lens, lens))] = ids

@@ -418,7 +418,7 @@ def _write_docs(source: DocumentSource, path: Path, skeleton: _Skeleton) -> pa.A
             for i in table.column("doc_id").to_pylist():
                 keep.append(i not in seen)
                 seen.add(i)
-            table = table.filter(pa.array(keep, pa.bool_())).select(schema.names)
+            table = table.filter(pa.array(keep, pa.bool_())).select(schema.names).cast(schema)
             if table.num_rows:
                 written.append(table.column("doc_id").combine_chunks())
                 for part in table.to_batches():
@@ -726,7 +726,7 @@ def _write_graph(
     version: str | None,
 ) -> tuple[str, int, int]:
     """Write the HNSW file from the streamed vectors; returns (``built`` | ``updated`` | ``none``, vectors reused,
-    dimensions). ``keys``/``hashes``: the rows that have a vector."""
+    dimensions). ``keys`` (sorted) / ``hashes``: the rows that have a vector."""
     batches = _vector_batches(source, skeleton, model, version)
     first = next(batches, None)
     if first is None or not len(keys):
@@ -735,21 +735,20 @@ def _write_graph(
     old = _previous_graph(previous, model, version, dims)
     if old is not None:
         index, old_keys, old_hashes = old
-        new_hash = dict(zip(keys.tolist(), hashes.to_pylist()))
-        stale = {k for k, h in zip(old_keys.tolist(), old_hashes) if new_hash.get(k) != h}
-        gone = set(old_keys.tolist()) ^ set(keys.tolist())
-        for batch_keys, vectors in itertools.chain([first], batches):
-            stale.update(_changed_vectors(index, batch_keys, vectors, stale | gone))
+        pos = np.minimum(np.searchsorted(keys, old_keys), len(keys) - 1)
+        same = (keys[pos] == old_keys) & _true(pc.equal(hashes.take(pa.array(pos)), old_hashes))  # per old key
+        changed = np.concatenate([np.zeros(0, np.uint64), *(
+            _changed_vectors(index, k, v, old_keys, same) for k, v in itertools.chain([first], batches))])
+        stale = np.union1d(old_keys[~same], changed)
         if len(stale) <= REBUILD_FRACTION * max(len(old_keys), 1):
-            if stale:
-                index.remove(np.array(sorted(stale), np.uint64))
-            kept = set(old_keys.tolist()) - stale
+            if len(stale):
+                index.remove(stale)
             for batch_keys, vectors in _vector_batches(source, skeleton, model, version):
-                add = np.array([k not in kept for k in batch_keys.tolist()], bool)
+                add = ~_kept(batch_keys, old_keys, same) | np.isin(batch_keys, changed)
                 if add.any():
                     index.add(batch_keys[add], vectors[add], threads=_threads())
             save_graph(index, path)
-            return "updated", len(kept), dims
+            return "updated", int(same.sum() - len(changed)), dims
         del index
         batches = _vector_batches(source, skeleton, model, version)
         first = next(batches)
@@ -761,6 +760,14 @@ def _write_graph(
         index.add(batch_keys, vectors, threads=_threads())
     save_graph(index, path)
     return "built", 0, dims
+
+
+def _kept(batch_keys: np.ndarray, old_keys: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """Which of ``batch_keys`` the previous graph holds for the same text (``same``: per sorted ``old_keys``)."""
+    if not len(old_keys):
+        return np.zeros(len(batch_keys), bool)
+    pos = np.minimum(np.searchsorted(old_keys, batch_keys), len(old_keys) - 1)
+    return (old_keys[pos] == batch_keys) & same[pos]
 
 
 def save_graph(index: Index, path: Path) -> None:
@@ -810,23 +817,25 @@ def _probe_errno(path: Path) -> int | None:
     return None
 
 
-def _changed_vectors(index: Index, keys: np.ndarray, vectors: np.ndarray, skip: set[int]) -> list[int]:
-    """Keys whose graph vector is not the new one (same text, other vector: e.g. a new pooling recipe).
+def _changed_vectors(index: Index, keys: np.ndarray, vectors: np.ndarray, old_keys: np.ndarray,
+                     same: np.ndarray) -> np.ndarray:
+    """Keys whose graph vector is not the new one although their text is the same (e.g. a new pooling recipe).
 
     Compared by cosine: f16 storage moves a vector by ~1e-7 of cosine, a recipe change by ~1e-3.
     """
-    both = np.flatnonzero([k not in skip for k in keys.tolist()])
+    both = np.flatnonzero(_kept(keys, old_keys, same))
     if not len(both):
-        return []
+        return np.zeros(0, np.uint64)
     old = np.asarray(index.get(keys[both]), np.float32)
     new = vectors[both]
     cos = (old * new).sum(axis=1) / np.maximum(np.linalg.norm(old, axis=1) * np.linalg.norm(new, axis=1), 1e-12)
-    return keys[both][cos < 1.0 - 1e-4].tolist()
+    return np.asarray(keys[both][cos < 1.0 - 1e-4], np.uint64)
 
 
 def _previous_graph(
     previous: Path | None, model: str | None, version: str | None, dims: int
-) -> tuple[Index, np.ndarray, list[str]] | None:
+) -> tuple[Index, np.ndarray, pa.ChunkedArray] | None:
+    """The previous version's graph (in memory, to be updated), and its keys (sorted) with their text hashes."""
     if previous is None or not (previous / VECTORS_FILE).exists():
         return None
     manifest = json.loads((previous / MANIFEST_FILE).read_text())
@@ -839,7 +848,7 @@ def _previous_graph(
     if index is None:
         return None
     index.expansion_add = EXPANSION_ADD  # type: ignore[misc]  # not saved with the file; the stubs miss the setter
-    return index, old_rows.column("key").to_numpy(), old_rows.column("content_hash").to_pylist()
+    return index, old_rows.column("key").to_numpy(), old_rows.column("content_hash")
 
 
 def _threads() -> int:
