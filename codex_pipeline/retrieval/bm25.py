@@ -159,12 +159,12 @@ def _batch_pairs(table: TermTable) -> Iterator[tuple[np.ndarray, np.ndarray, np.
 
 def save(folder: Path, table: TermTable, matrix: sp.csc_matrix) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    arrays = {
+    arrays = {  # astype without a copy: the matrix is already in these types (a copy was +260 MB at 730k chunks)
         "term_ids": table.term_ids,
         "offsets": table.offsets,
-        "data": matrix.data.astype(np.float32),
-        "indices": matrix.indices.astype(np.int32),
-        "indptr": matrix.indptr.astype(np.int64),
+        "data": matrix.data.astype(np.float32, copy=False),
+        "indices": matrix.indices.astype(np.int32, copy=False),
+        "indptr": matrix.indptr.astype(np.int64, copy=False),
     }
     for name, arr in arrays.items():
         np.save(folder / f"{name}.npy", arr)

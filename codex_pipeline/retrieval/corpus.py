@@ -18,7 +18,7 @@ import fcntl
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,31 +61,71 @@ BUILD_MEMORY_LIMIT = "512MB"
 """DuckDB's share of a build: its sort of the chunk rows spills to disk beyond it."""
 
 
+@dataclass(frozen=True)
+class Views:
+    """In-memory DuckDB databases holding a dataset's views, one per query or stream, closed when it ends.
+
+    A database keeps the memory its queries freed (400 MB after the sort of a year of
+    chunk rows) until it is closed; the build's graph and term table need that room.
+    """
+
+    sql: tuple[str, ...]
+    config: Mapping[str, str]
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect(config=dict(self.config))
+        con.execute(f"CREATE SCHEMA {SCHEMA}")
+        for statement in self.sql:
+            con.execute(statement)
+        return con
+
+    def fetchall(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        with self.connect() as con:
+            return con.sql(sql, params=params or None).fetchall()
+
+    def table(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        with self.connect() as con:
+            table: pa.Table = con.sql(sql, params=params or None).to_arrow_table()
+            return table
+
+    def stream(self, sql: str, params: list[Any] | None = None) -> pa.RecordBatchReader:
+        con = self.connect()
+        try:
+            reader = con.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
+        except BaseException:
+            con.close()
+            raise
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            try:
+                yield from reader
+            finally:
+                con.close()
+
+        return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+
 @dataclass
 class WarehouseRows:
     """The current chunks of a dataset and their vectors, read through its views as sorted streams."""
 
-    con: duckdb.DuckDBPyConnection
+    views: Views
     dataset: str
     have: set[str]
     where: str
     params: list[Any]
 
-    def _stream(self, sql: str, params: list[Any] | None = None) -> pa.RecordBatchReader:
-        reader: pa.RecordBatchReader = self.con.cursor().sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
-        return reader
-
     def rows(self, columns: Sequence[str]) -> pa.RecordBatchReader:
         order = ", ".join(f"{c}{' DESC' if d == 'descending' else ''}" for c, d in ROW_ORDER)
-        return self._stream(f"SELECT {', '.join(columns)}, {KEY_SQL} AS key FROM {SCHEMA}.{self.dataset}_chunks "
-                            f"ORDER BY {order}")
+        return self.views.stream(f"SELECT {', '.join(columns)}, {KEY_SQL} AS key "
+                                 f"FROM {SCHEMA}.{self.dataset}_chunks ORDER BY {order}")
 
     def vector_models(self) -> list[tuple[str, str, int]]:
         if f"{self.dataset}_embeddings" not in self.have:
             return []
         sql = (f"SELECT embedding_model, embedding_version, count(*) FROM {SCHEMA}.{self.dataset}_embeddings"
                f"{self.where} GROUP BY ALL")
-        return [(m, v, n) for m, v, n in self.con.sql(sql, params=self.params).fetchall()]
+        return [(m, v, n) for m, v, n in self.views.fetchall(sql, self.params)]
 
     def vectors(self, columns: Sequence[str]) -> pa.RecordBatchReader | None:
         if f"{self.dataset}_embeddings" not in self.have:
@@ -96,11 +136,11 @@ class WarehouseRows:
         if f"{self.dataset}_embeddings_history" in self.have and self._missing_vectors():
             sql += f" UNION ALL SELECT {cols} FROM ({_landed_before_sql(self.dataset, self.where)})"
             params += self.params * 2
-        return self._stream(sql, params)
+        return self.views.stream(sql, params)
 
     def _missing_vectors(self) -> bool:
-        sql = f"SELECT count(*) FROM ({_missing_sql(self.dataset, self.where)})"
-        return bool(self.con.sql(sql, params=self.params).fetchall()[0][0])
+        return bool(self.views.fetchall(f"SELECT count(*) FROM ({_missing_sql(self.dataset, self.where)})",
+                                        self.params)[0][0])
 
     def units(self, columns: Sequence[str]) -> pa.RecordBatchReader | None:
         """A chunk's one unit (stored for its prefixed vector) is never scored: its evidence is the chunk."""
@@ -108,21 +148,19 @@ class WarehouseRows:
         if f"{self.dataset}_evidence_units" not in self.have:
             return None
         several = f"SELECT chunk_id, partition_date FROM {table}{self.where} GROUP BY ALL HAVING count(*) > 1"
-        return self._stream(f"SELECT {', '.join(columns)} FROM {table} SEMI JOIN ({several}) USING "
-                            f"(chunk_id, partition_date){self.where}", self.params * 2)
+        return self.views.stream(f"SELECT {', '.join(columns)} FROM {table} SEMI JOIN ({several}) USING "
+                                 f"(chunk_id, partition_date){self.where}", self.params * 2)
 
 
 @dataclass
 class WarehouseDocuments:
-    con: duckdb.DuckDBPyConnection
+    views: Views
     dataset: str
 
     def documents(self) -> pa.RecordBatchReader:
         # no join with the chunks here: the build keeps the (doc_id, partition_date) its rows cite, and the chunks
         # view's joins cost DuckDB more than its memory limit at a year of partitions
-        sql = f"SELECT doc_id, partition_date, canonical_text FROM {SCHEMA}.{self.dataset}_raw"
-        reader: pa.RecordBatchReader = self.con.cursor().sql(sql).to_arrow_reader(BATCH_ROWS)
-        return reader
+        return self.views.stream(f"SELECT doc_id, partition_date, canonical_text FROM {SCHEMA}.{self.dataset}_raw")
 
 
 @dataclass(frozen=True)
@@ -148,15 +186,10 @@ def open_current_corpus(
     for table in SOURCE_TABLES:
         views.update(views_for(wh, dataset, table))
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-spill-", dir=spill)) if spill is not None else None
-    config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": BUILD_MEMORY_LIMIT}
-    if scratch is not None:
-        config["temp_directory"] = str(scratch)
-    con = duckdb.connect(config=config)
+    config = {"memory_limit": BUILD_MEMORY_LIMIT, **({"temp_directory": str(scratch)} if scratch else {})}
+    db = Views(tuple(views.values()), config)
+    have = set(views)
     try:
-        con.execute(f"CREATE SCHEMA {SCHEMA}")
-        for sql in views.values():
-            con.execute(sql)
-        have = set(views)
         if f"{dataset}_chunks" not in have:
             empty = pa.schema([(c, pa.string()) for c in ROW_COLUMNS])
             yield CurrentCorpus(TableRows(empty.empty_table()),
@@ -170,19 +203,17 @@ def open_current_corpus(
         if f"{dataset}_{PROPOSITIONS}" in have:
             prop_vectors = None
             if f"{dataset}_{PROPOSITION_EMBEDDINGS}" in have:
-                prop_vectors = con.sql(
+                prop_vectors = db.table(
                     "SELECT proposition_id AS chunk_id, partition_date, input_hash, embedding_model, "
-                    f"embedding_version, vector FROM {SCHEMA}.{dataset}_{PROPOSITION_EMBEDDINGS}{where}",
-                    params=params).to_arrow_table()
-            prop_rows = with_anchors(con.sql(propositions_sql(SCHEMA, dataset)).to_arrow_table())
+                    f"embedding_version, vector FROM {SCHEMA}.{dataset}_{PROPOSITION_EMBEDDINGS}{where}", params)
+            prop_rows = with_anchors(db.table(propositions_sql(SCHEMA, dataset)))
             props = TableRows(prop_rows, prop_vectors) if prop_rows.num_rows else None
-        yield CurrentCorpus(WarehouseRows(con, dataset, have, where, params),
-                            WarehouseDocuments(con, dataset) if f"{dataset}_raw" in have else TableDocuments(
+        yield CurrentCorpus(WarehouseRows(db, dataset, have, where, params),
+                            WarehouseDocuments(db, dataset) if f"{dataset}_raw" in have else TableDocuments(
                                 pa.table({"doc_id": pa.array([], pa.string()),
                                           "canonical_text": pa.array([], pa.large_string())})),
                             props, f"{dataset}_chunks_history" in have)
     finally:
-        con.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 

@@ -374,6 +374,7 @@ def _write_collection(
     need = reuse < 0 if reuse is not None else np.ones(n, bool)
     analyzed = _write_rows(folder / ROWS_FILE, source, columns, skeleton, extra, need)
     table = bm25.TermTable.build(analyzed, n, old, reuse)
+    del old  # its term ids are a file map: pages read stay in this process's RSS while it lives
     bm25.save(folder / BM25_DIR, table, bm25.score_matrix(table))
     del table
     _write_units(folder, source, skeleton, plan, model, version)

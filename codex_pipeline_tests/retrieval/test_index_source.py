@@ -86,10 +86,10 @@ def _in_memory(wh: Warehouse, root: Path) -> Path:
     embedder = FakeEmbedder()
     with corpus.open_current_corpus(wh, "narrative", embedder.model, embedder.version) as cur:
         assert isinstance(cur.rows, corpus.WarehouseRows)
-        con = cur.rows.con
-        chunks = con.sql(f"SELECT {', '.join(ROW_COLUMNS)} FROM {SCHEMA}.narrative_chunks").to_arrow_table()
-        raw = con.sql(f"SELECT doc_id, canonical_text FROM {SCHEMA}.narrative_raw").to_arrow_table()
-        emb = con.sql(f"SELECT * FROM {SCHEMA}.narrative_embeddings").to_arrow_table()
+        views = cur.rows.views
+        chunks = views.table(f"SELECT {', '.join(ROW_COLUMNS)} FROM {SCHEMA}.narrative_chunks")
+        raw = views.table(f"SELECT doc_id, canonical_text FROM {SCHEMA}.narrative_raw")
+        emb = views.table(f"SELECT * FROM {SCHEMA}.narrative_embeddings")
         units = cur.rows.units(["chunk_id", "partition_date", "unit_index", "input_hash", "embedding_model",
                                 "embedding_version", "vector"])
         unit_table = units.read_all() if units is not None else None
