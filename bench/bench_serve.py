@@ -11,7 +11,8 @@ and builds it first (slow at full size). Then:
 * **over HTTP**: ``codex serve`` in its own process (the real CLI, loopback), then 1, 8 and 32
   concurrent clients (threads, one keep-alive connection each) send ``POST /search`` for the same
   queries (``--rounds`` passes each): p50/p95 latency, throughput, and the server's RSS (now and
-  peak) after each level. The overhead ratio is HTTP p50 at 1 client over in-process p50.
+  peak, summed over its processes) after each level. The overhead ratio is HTTP p50 at 1 client over
+  in-process p50. ``--workers N`` runs ``codex serve --workers N``.
 
 Target (issue 30): p95 under 250 ms at 8 clients on two cores. The last line reads
 ``serve p95 ms (8 clients, <mode>): X``.
@@ -52,6 +53,15 @@ def _rss_mb(pid: int) -> tuple[float, float]:
         elif key == "VmHWM":
             peak = int(value.split()[0]) / 1024
     return now, peak
+
+
+def _server_rss(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) in MB summed over the server and its worker processes (``--workers``; shared pages of the
+    mapped index count once per process)."""
+    pids = [pid] + [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()
+                    if b"spawn_main" in open(f"/proc/{c}/cmdline", "rb").read()]
+    both = [_rss_mb(p) for p in pids]
+    return sum(n for n, _ in both), sum(h for _, h in both)
 
 
 def _ensure_index(args: argparse.Namespace) -> None:
@@ -134,6 +144,7 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--rounds", type=int, default=2, help="passes over the queries at each concurrency level")
     p.add_argument("--mode", choices=["hybrid", "vector", "bm25"], default="hybrid")
+    p.add_argument("--workers", type=int, default=1, help="codex serve --workers (server processes)")
     args = p.parse_args()
     _ensure_index(args)
     queries, local = in_process(args)
@@ -142,7 +153,7 @@ def main() -> None:
     port = _free_port()
     env = {**os.environ, "CODEX_SERVE_API_KEY": ""}
     proc = subprocess.Popen([sys.executable, "-m", "codex_pipeline.cli", "--data-dir", str(args.data_dir), "serve",
-                             "--port", str(port), "--refresh-seconds", "5"], env=env,
+                             "--port", str(port), "--refresh-seconds", "5", "--workers", str(args.workers)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -156,11 +167,13 @@ def main() -> None:
                 pass
             time.sleep(0.1)
         httpx.post(f"{url}/search", json={"query": queries[0], "k": 10, "mode": args.mode}, timeout=120)
-        print(f"server ready + first query: {time.perf_counter() - t0:.2f} s; RSS {_rss_mb(proc.pid)[0]:.0f} MB")
+        print(f"server ready + first query: {time.perf_counter() - t0:.2f} s; RSS {_server_rss(proc.pid)[0]:.0f} MB")
+        if args.workers > 1:  # every worker loads its model on its first query: not part of the levels below
+            over_http(url, queries[:4 * args.workers], 2 * args.workers, 1, args.mode)
         results = {}
         for clients in LEVELS:
             times, throughput = over_http(url, queries, clients, args.rounds, args.mode)
-            now, peak = _rss_mb(proc.pid)
+            now, peak = _server_rss(proc.pid)
             results[clients] = times
             print(f"{clients:>2} client(s): p50 {statistics.median(times):.1f} ms  p95 {_p(times, 95):.1f} ms  "
                   f"{throughput:.1f} req/s  server RSS {now:.0f} MB (peak {peak:.0f} MB)", flush=True)

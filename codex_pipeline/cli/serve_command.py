@@ -9,15 +9,23 @@ where other users of the machine could read it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codex_pipeline.cli.arg_types import positive_int
 from codex_pipeline.cli.errors import CliError
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from codex_pipeline.serve.config import ServeConfig
+
 API_KEY_ENV = "CODEX_SERVE_API_KEY"
+WORKER_ENV = "CODEX_SERVE_WORKER_SETTINGS"
+"""The settings ``--workers`` processes build their app from (JSON; the API key stays in its own variable)."""
 
 
 def add_serve_command(sub: Any) -> None:
@@ -38,6 +46,10 @@ def add_serve_command(sub: Any) -> None:
     s.add_argument("--rebuild", action="store_true",
                    help="rebuild stale indexes in a background thread (default: the pipeline builds them, the server follows)")
     s.add_argument("--embedder", default=None, help="local (default, $CODEX_EMBEDDER) or openai")
+    s.add_argument("--workers", type=positive_int, default=1,
+                   help="server processes sharing the port (default 1); a query is CPU-bound and holds one "
+                        "process, so concurrent clients want about one per core; each loads the model and maps "
+                        "the indexes (/metrics counts the process that answers)")
     s.set_defaults(func=cmd_serve)
 
 
@@ -46,21 +58,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from codex_pipeline.serve.app import create_app
-        from codex_pipeline.serve.config import ServeConfig
     except ImportError as exc:
         raise CliError(f"codex serve needs FastAPI and uvicorn ({exc}): pip install 'codex-pipeline[serve]'") from None
     from codex_pipeline.warehouse.storage import Warehouse
 
-    key = (os.environ.get(args.api_key_env) or "").strip() or None
-    kind = configured_embedder(args.embedder)
-    config = ServeConfig(
-        data_dir=Path(Warehouse(args.data_dir).root), api_key=key, cors_origins=tuple(args.cors_origin),
-        max_query_chars=args.max_query_chars, max_k=args.max_k, max_body_bytes=args.max_body_bytes,
-        refresh_interval_s=args.refresh_seconds, rebuild=args.rebuild, embedder=query_embedder(kind), embedder_kind=kind,
-    )
-    if args.host not in ("127.0.0.1", "localhost", "::1") and key is None:
+    if args.workers > 1 and args.rebuild:
+        raise CliError("--rebuild with --workers: every process would build; run one server with --rebuild, or "
+                       "let the pipeline's [dataset, search_index] asset build and the workers follow")
+    settings = {
+        "data_dir": str(Warehouse(args.data_dir).root), "api_key_env": args.api_key_env,
+        "cors_origins": list(args.cors_origin), "max_query_chars": args.max_query_chars, "max_k": args.max_k,
+        "max_body_bytes": args.max_body_bytes, "refresh_seconds": args.refresh_seconds, "rebuild": args.rebuild,
+        "embedder": configured_embedder(args.embedder),
+    }
+    config = _config(settings)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and config.api_key is None:
         print(f"codex serve: binding {args.host} without an API key (set ${args.api_key_env}); "
               "anyone who reaches the port can search")
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="info", proxy_headers=True,
-                server_header=False)
+    options: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": "info", "proxy_headers": True,
+                               "server_header": False}
+    if args.workers > 1:  # uvicorn starts each worker from an import string; they read the settings from the env
+        os.environ[WORKER_ENV] = json.dumps(settings)
+        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers, **options)
+    else:
+        uvicorn.run(create_app(config), **options)
     return 0
+
+
+def _config(settings: dict[str, Any]) -> ServeConfig:
+    from codex_pipeline.serve.config import ServeConfig
+
+    return ServeConfig(
+        data_dir=Path(settings["data_dir"]), api_key=(os.environ.get(settings["api_key_env"]) or "").strip() or None,
+        cors_origins=tuple(settings["cors_origins"]), max_query_chars=settings["max_query_chars"],
+        max_k=settings["max_k"], max_body_bytes=settings["max_body_bytes"],
+        refresh_interval_s=settings["refresh_seconds"], rebuild=settings["rebuild"],
+        embedder=query_embedder(settings["embedder"]), embedder_kind=settings["embedder"],
+    )
+
+
+def worker_app() -> FastAPI:
+    """The app of one ``--workers`` process, from the settings the command put in its environment."""
+    from codex_pipeline.serve.app import create_app
+
+    return create_app(_config(json.loads(os.environ[WORKER_ENV])))

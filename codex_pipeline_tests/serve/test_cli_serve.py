@@ -1,4 +1,5 @@
-"""`codex serve` from the command line, in its own process: loopback by default, the key read from the environment."""
+"""`codex serve` from the command line, in its own process (and with `--workers 2`, in two): loopback by default,
+the key read from the environment."""
 
 from __future__ import annotations
 
@@ -21,13 +22,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def served(data_dir: Warehouse) -> Iterator[str]:
+def _workers(pid: int) -> list[int]:
+    """The worker processes uvicorn's supervisor ``pid`` spawned (not multiprocessing's resource tracker)."""
+    kids = [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    return [c for c in kids if b"spawn_main" in open(f"/proc/{c}/cmdline", "rb").read()]
+
+
+@pytest.fixture(params=[1, 2], ids=["one-process", "two-workers"])
+def served(data_dir: Warehouse, request: pytest.FixtureRequest) -> Iterator[str]:
+    workers = request.param
     port = _free_port()
     env = {**os.environ, "MY_SERVE_KEY": "from-the-env", "OPENAI_API_KEY": "unused", "CODEX_DATA_DIR": str(data_dir.root)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "codex_pipeline.cli", "serve", "--port", str(port), "--api-key-env", "MY_SERVE_KEY",
-         "--embedder", "openai", "--max-k", "3"],
+         "--embedder", "openai", "--max-k", "3", "--workers", str(workers)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     url = f"http://127.0.0.1:{port}"
@@ -37,10 +45,13 @@ def served(data_dir: Warehouse) -> Iterator[str]:
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
             assert time.monotonic() < deadline, "codex serve did not answer /health"
             try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200 and (
+                        workers == 1 or len(_workers(proc.pid)) == workers):
                     break
             except httpx.TransportError:
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)
+        assert len(_workers(proc.pid)) == (workers if workers > 1 else 0)  # one process, or a supervisor and workers
         yield url
     finally:
         proc.terminate()
