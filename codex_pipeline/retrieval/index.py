@@ -19,6 +19,10 @@ type and metadata), their own BM25 statistics and graph, the version's docs.arro
 build writes both and one swap publishes both, so a proposition and its parent chunk are
 always read from the same snapshot, and chunk scores never depend on propositions.
 
+A build streams its inputs (:mod:`~codex_pipeline.retrieval.index_source`): it holds each
+current chunk's ids and links, its term ids and the graph, while chunk texts, canonical texts
+and vectors pass through in record batches, so its memory does not hold the corpus.
+
 A build writes a new version folder next to the live one and then swaps
 ``CURRENT``: a reader holding the previous version keeps reading it (the previous
 folder is kept; older ones are removed), a crash leaves the live version untouched.
@@ -320,6 +324,7 @@ def _first_of_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
 
 
 def _skeleton(source: RowSource) -> _Skeleton:
+    """The first pass over the rows: their small columns, each key's latest day kept, spans parsed once."""
     reader = source.rows(SKELETON_COLUMNS)
     total, kept = 0, []
     spans_at: list[tuple[np.ndarray, np.ndarray]] = []
