@@ -10,19 +10,7 @@ if command -v tesseract >/dev/null 2>&1; then
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-  else
-    echo "install_ocr: not root and no sudo; install it yourself (apt-get install tesseract-ocr tesseract-ocr-eng)" >&2
-    exit 1
-  fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-# wait for a concurrent apt/dpkg run instead of failing on its lock
-APT=(apt-get -o DPkg::Lock::Timeout=600)
-$SUDO "${APT[@]}" update -qq
+. "$(dirname "$0")/apt.sh"
+apt_ready install_ocr tesseract-ocr tesseract-ocr-eng
 $SUDO "${APT[@]}" install -y -qq --no-install-recommends tesseract-ocr tesseract-ocr-eng >/dev/null
 echo "install_ocr: $(tesseract --version 2>&1 | head -n1) installed"

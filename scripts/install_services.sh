@@ -20,20 +20,8 @@ if [ ${#packages[@]} -eq 0 ]; then
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-  else
-    echo "install_services: not root and no sudo; install them yourself (apt-get install ${packages[*]})" >&2
-    exit 1
-  fi
-fi
-export DEBIAN_FRONTEND=noninteractive
-echo "install_services: installing ${packages[*]} with apt-get"
-# wait for a concurrent apt/dpkg run instead of failing on its lock
-APT=(apt-get -o DPkg::Lock::Timeout=600)
-$SUDO "${APT[@]}" update -qq
+. "$(dirname "$0")/apt.sh"
+apt_ready install_services "${packages[@]}"
 # policy-rc.d: do not start the packaged system services; the tests run their own.
 policy=/usr/sbin/policy-rc.d
 made_policy=""

@@ -163,6 +163,12 @@ class WarehouseDocuments:
         return self.views.stream(f"SELECT doc_id, partition_date, canonical_text FROM {SCHEMA}.{self.dataset}_raw")
 
 
+def _no_documents() -> TableDocuments:
+    """A dataset without raw records (or chunks) yet (made on use: a module-level Arrow array imports pandas)."""
+    return TableDocuments(pa.table({"doc_id": pa.array([], pa.string()),
+                                    "canonical_text": pa.array([], pa.large_string())}))
+
+
 @dataclass(frozen=True)
 class CurrentCorpus:
     rows: RowSource
@@ -192,10 +198,7 @@ def open_current_corpus(
     try:
         if f"{dataset}_chunks" not in have:
             empty = pa.schema([(c, pa.string()) for c in ROW_COLUMNS])
-            yield CurrentCorpus(TableRows(empty.empty_table()),
-                                TableDocuments(pa.table({"doc_id": pa.array([], pa.string()),
-                                                         "canonical_text": pa.array([], pa.string())})),
-                                current=False)
+            yield CurrentCorpus(TableRows(empty.empty_table()), _no_documents(), current=False)
             return
         where = " WHERE embedding_model = ? AND embedding_version = ?" if embedding_model and embedding_version else ""
         params = [embedding_model, embedding_version] if where else []
@@ -209,9 +212,7 @@ def open_current_corpus(
             prop_rows = with_anchors(db.table(propositions_sql(SCHEMA, dataset)))
             props = TableRows(prop_rows, prop_vectors) if prop_rows.num_rows else None
         yield CurrentCorpus(WarehouseRows(db, dataset, have, where, params),
-                            WarehouseDocuments(db, dataset) if f"{dataset}_raw" in have else TableDocuments(
-                                pa.table({"doc_id": pa.array([], pa.string()),
-                                          "canonical_text": pa.array([], pa.large_string())})),
+                            WarehouseDocuments(db, dataset) if f"{dataset}_raw" in have else _no_documents(),
                             props, f"{dataset}_chunks_history" in have)
     finally:
         if scratch is not None:
