@@ -71,8 +71,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_body_bytes": args.max_body_bytes, "refresh_seconds": args.refresh_seconds, "rebuild": args.rebuild,
         "embedder": configured_embedder(args.embedder),
     }
-    config = _config(settings)
-    if args.host not in ("127.0.0.1", "localhost", "::1") and config.api_key is None:
+    if args.host not in ("127.0.0.1", "localhost", "::1") and _api_key(settings) is None:
         print(f"codex serve: binding {args.host} without an API key (set ${args.api_key_env}); "
               "anyone who reaches the port can search")
     options: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": "info", "proxy_headers": True,
@@ -81,7 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ[WORKER_ENV] = json.dumps(settings)
         uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers, **options)
     else:
-        uvicorn.run(create_app(config), **options)
+        uvicorn.run(create_app(_config(settings)), **options)
     return 0
 
 
@@ -89,12 +88,16 @@ def _config(settings: dict[str, Any]) -> ServeConfig:
     from codex_pipeline.serve.config import ServeConfig
 
     return ServeConfig(
-        data_dir=Path(settings["data_dir"]), api_key=(os.environ.get(settings["api_key_env"]) or "").strip() or None,
+        data_dir=Path(settings["data_dir"]), api_key=_api_key(settings),
         cors_origins=tuple(settings["cors_origins"]), max_query_chars=settings["max_query_chars"],
         max_k=settings["max_k"], max_body_bytes=settings["max_body_bytes"],
         refresh_interval_s=settings["refresh_seconds"], rebuild=settings["rebuild"],
         embedder=query_embedder(settings["embedder"]), embedder_kind=settings["embedder"],
     )
+
+
+def _api_key(settings: dict[str, Any]) -> str | None:
+    return (os.environ.get(settings["api_key_env"]) or "").strip() or None
 
 
 def worker_app() -> FastAPI:

@@ -91,18 +91,20 @@ class TermTable:
             rows_reused = np.flatnonzero(reused)
             for at in range(0, len(rows_reused), REUSE_BATCH_ROWS):  # int64 temporaries per term: a batch at a time
                 part = rows_reused[at:at + REUSE_BATCH_ROWS]
-                lens = lengths[part]
-                within = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
-                src = np.repeat(previous.offsets[reuse_rows[part]], lens) + within
-                flat[np.repeat(offsets[part], lens) + within] = previous.term_ids[src]
+                flat[_spans(offsets[part], lengths[part])] = previous.term_ids[
+                    _spans(previous.offsets[reuse_rows[part]], lengths[part])]
         for part, ids in new_parts:
-            lens = lengths[part]
-            flat[np.repeat(offsets[part], lens) + (np.arange(len(ids)) - np.repeat(np.cumsum(lens) - lens, lens))] = ids
+            flat[_spans(offsets[part], lengths[part])] = ids
         terms.extend(list(vocab)[len(terms):])
         return cls(flat, offsets, terms)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``start .. start + length`` of each pair, back to back (int64)."""
+    return np.repeat(starts, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
 
 
 SCORE_BATCH_ROWS = 16_384
