@@ -1,6 +1,6 @@
 """Benchmark: the documents dataset's PDF path against pdfium's bare text extraction.
 
-    python bench/bench_pdf.py [--pdf DIR] [--reps N] [--check]
+    python bench/bench_pdf.py [--pdf DIR] [--reps N] [--check [--ocr]]
 
 Side by side in one run, in pages per second over every PDF of the folder (default
 ``../shared/corpora/pdf`` beside the repo; scans are rejected, so they cost an open only):
@@ -68,9 +68,9 @@ def bare_pdfium(files: list[Path]) -> int:
     return pages
 
 
-def step(files: list[Path], root: Path) -> tuple[list[SourceDocument], list[Reject], int]:
+def step(files: list[Path], root: Path, ocr: bool = False) -> tuple[list[SourceDocument], list[Reject], int]:
     rejects: list[Reject] = []
-    limits = PdfLimits(ocr=False)  # the text-layer path; OCR is measured apart (docs/datasets/documents.md)
+    limits = PdfLimits(ocr=ocr)  # timed: the text-layer path; OCR is measured apart (docs/datasets/documents.md)
     docs = [d for f in files if (d := pdf_document(f, f.relative_to(root).as_posix(), rejects, limits)) is not None]
     table = pipeline.chunk(get_dataset("documents"), DAY, docs).table
     return docs, rejects, table.num_rows
@@ -142,8 +142,8 @@ def paired(a: Callable[[], object], b: Callable[[], object], reps: int) -> tuple
     return med[0], med[1], med[2], med[3]
 
 
-def check(root: Path, files: list[Path]) -> None:
-    docs, rejects, _ = step(files, root)
+def check(root: Path, files: list[Path], ocr: bool) -> None:
+    docs, rejects, _ = step(files, root, ocr)
     table = pipeline.chunk(get_dataset("documents"), DAY, docs).table
     report = validate_chunks(table, {d.doc_id: d.text for d in docs})
     names = {f.relative_to(root).as_posix() for f in files}
@@ -183,6 +183,8 @@ def main() -> None:
     ap.add_argument("--pdf", type=Path, default=DEFAULT_PDF)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--check", action="store_true", help="also the offsets, contract and page accuracy figures")
+    ap.add_argument("--ocr", action="store_true",
+                    help="--check with OCR on: scans and OCR layers read by tesseract (minutes)")
     args = ap.parse_args()
     root = args.pdf.resolve()
     files = sorted(root.rglob("*.pdf"))
@@ -210,7 +212,7 @@ def main() -> None:
         print(f"  {label}: {pages / secs:8.1f} pages/s, {chunks[-1]} chunks (one run; no page-exact offsets, "
               "running lines kept)")
     if args.check:
-        check(root, files)
+        check(root, files, args.ocr)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Small PDFs written byte by byte for the reader's edge cases (no PDF library needed to make them).
 
 A page is a list of ``(x, y, size, text)`` lines in Helvetica (a standard font every reader
-has), or the string ``"image"`` for a page that holds only a 1×1 image (a scan's shape).
+has), or the string ``"image"`` for a page that holds only a 1×1 image (a scan's shape), or raw
+content-stream bytes.
 """
 
 from __future__ import annotations
@@ -9,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 Line = tuple[float, float, float, str]
-Page = Sequence[Line] | str
+Page = Sequence[Line] | str | bytes
+
+
+IMAGE = b"q 200 0 0 200 100 300 cm /Im1 Do Q"
+"""Draws the 1×1 image over a 200-point square."""
 
 
 def _escape(text: str) -> str:
@@ -43,7 +48,8 @@ def make_pdf(pages: Sequence[Page], *, catalog_extra: str = "", trailer_extra: s
         if shared_content and shared is not None:
             stream_id = shared
         else:
-            data = b"q 200 0 0 200 100 300 cm /Im1 Do Q" if page == "image" else content(page)  # type: ignore[arg-type]
+            data = (IMAGE if page == "image" else page if isinstance(page, bytes)
+                    else content(page))  # type: ignore[arg-type]
             stream_id = add(b"<< /Length %d >>\nstream\n" % len(data) + data + b"\nendstream")
             shared = stream_id
         kids.append(add(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "

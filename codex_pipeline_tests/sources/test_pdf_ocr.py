@@ -10,10 +10,14 @@ import pypdfium2 as pdfium
 import pytest
 
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.sources.pdf_ocr import ENGINE, SETTINGS, OcrSettings, ocr_page, otsu, render_pgm
+from codex_pipeline.sources.pdf_ocr import ENGINE, SETTINGS, OcrSettings, _lines, ocr_page, otsu, render_pgm
+from codex_pipeline.sources.pdf_text import PdfLimits, _invisible, read_page
+from codex_pipeline_tests.sources.pdf_maker import IMAGE, content, make_pdf
 
 TESSERACT = shutil.which("tesseract") is not None
-SCAN = Path(__file__).resolve().parents[2].parent / "shared/corpora/pdf/rivergrove-or/1974-Ord-16-Parks_SCANNED.pdf"
+RIVERGROVE = Path(__file__).resolve().parents[2].parent / "shared/corpora/pdf/rivergrove-or"
+SCAN = RIVERGROVE / "1974-Ord-16-Parks_SCANNED.pdf"
+OCR_LAYER = RIVERGROVE / "1998-Ord-62-98-Flood-and-Land-Development-Amendment_OCRLAYER.pdf"
 
 
 def test_otsu_splits_ink_from_paper() -> None:
@@ -57,18 +61,62 @@ def test_ocr_boxes_are_in_pdf_points_whatever_the_render_dpi() -> None:
     pdf.close()
 
 
-def test_a_page_under_the_confidence_floor_is_read_again_with_the_fallback_segmentation(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_under_the_confidence_floor_is_read_again_with_the_fallback_segmentation() -> None:
     import codex_pipeline.sources.pdf_ocr as ocr
 
     calls: list[int] = []
 
-    def fake(pgm: bytes, height: float, lang: str, psm: int, dpi: int) -> ocr.OcrPage:
+    def fake(pgm: bytes, lang: str, psm: int) -> str:
         calls.append(psm)
-        return ocr.OcrPage([], 45.0 if psm == 6 else 80.0)
+        return _tsv(("word", 45.0 if psm == 6 else 80.0, 10))
 
-    monkeypatch.setattr(ocr, "_tesseract", fake)
-    assert ocr.ocr_pgm(b"", 792, settings=OcrSettings(400, 6, fallback_psm=3)).confidence == 80.0
+    assert ocr.ocr_pgm(b"", 792, settings=OcrSettings(400, 6, fallback_psm=3), tsv_of=fake).confidence == 80.0
     assert calls == [6, 3]
     calls.clear()
-    assert ocr.ocr_pgm(b"", 792, settings=OcrSettings(400, 6)).confidence == 45.0 and calls == [6]
+    assert ocr.ocr_pgm(b"", 792, settings=OcrSettings(400, 6), tsv_of=fake).confidence == 45.0 and calls == [6]
+
+
+def _tsv(*words: tuple[str, float, int]) -> str:
+    """A tesseract TSV of words on one line: (text, confidence, left pixel)."""
+    head = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
+    rows = [f"5\t1\t1\t1\t1\t{i}\t{left}\t100\t40\t30\t{conf}\t{text}"
+            for i, (text, conf, left) in enumerate(words, 1)]
+    return "\n".join([head, *rows])
+
+
+def test_specks_read_as_punctuation_are_dropped_unless_read_confidently() -> None:
+    tsv = _tsv(("|", 30.0, 10), ("Parks", 40.0, 60), ("&", 95.0, 120), ("—", 79.0, 150), ("A-1", 20.0, 200))
+    got = _lines(tsv, 792, 72, noise_confidence=80)
+    assert [ln.text for ln in got.lines] == ["Parks & A-1"]
+    assert got.lines[0].x0 == 60  # the box is the kept words'
+    assert got.confidence == round((30 + 40 + 95 + 79 + 20) / 5, 1)  # the page's confidence counts every word
+    assert _lines(tsv, 792, 72).lines[0].text == "| Parks & — A-1"
+
+
+@pytest.mark.skipif(not TESSERACT or not OCR_LAYER.is_file(), reason="shared corpora not present, or no tesseract-ocr")
+def test_a_scans_invisible_ocr_layer_is_read_again_by_tesseract() -> None:
+    pdf = pdfium.PdfDocument(OCR_LAYER)
+    page = pdf[0]
+    kept = read_page(page, 1, PdfLimits(reread_ocr_layers=False))
+    again = read_page(page, 1, PdfLimits())
+    layer = " ".join(ln.text for ln in kept.lines)
+    read = " ".join(ln.text for ln in again.lines)
+    assert "ORDINAI{CE" in layer and not kept.replaced_layer and kept.ocr_confidence is None
+    assert "ORDINANCE AMENDING ORDINANCE" in read and again.replaced_layer and (again.ocr_confidence or 0) > 50
+    page.close()
+    pdf.close()
+
+
+@pytest.mark.parametrize("mode", [0, 3])
+def test_only_invisible_text_over_an_image_counts_as_an_ocr_layer(tmp_path: Path, mode: int) -> None:
+    lines = content([(72, 700, 11, "Section 1. Parks"), (72, 680, 11, "Section 2. Trees")])
+    data = make_pdf([IMAGE + b"\n" + lines.replace(b"BT ", b"BT %d Tr " % mode)])
+    pdf = pdfium.PdfDocument(data)
+    page = pdf[0]
+    tp = page.get_textpage()
+    assert _invisible(tp, tp.count_chars()) is (mode == 3)
+    tp.close()
+    got = read_page(page, 1, PdfLimits())  # tesseract (when there) reads nothing on a blank image: the text stays
+    assert [ln.text for ln in got.lines] == ["Section 1. Parks", "Section 2. Trees"] and not got.replaced_layer
+    page.close()
+    pdf.close()
