@@ -186,7 +186,7 @@ def _reread(page: Any, out: PdfPage) -> bool:
     """Replace a scan's OCR layer with tesseract's reading when tesseract reads the page.
 
     The three Rivergrove scans with an OCR layer (52 pages) read at a character error rate of
-    0.069 / 0.063 / 0.057 from their layer and 0.026 / 0.032 / 0.042 from tesseract
+    0.069 / 0.063 / 0.057 from their layer and 0.022 / 0.031 / 0.041 from tesseract
     (``bench/bench_ocr.py``); no per-page test told the better reading apart (a layer's errors
     are wrong letters inside word-shaped tokens), so tesseract's reading is kept whenever it is
     confident enough to be read at all. The layer stays when tesseract is missing or fails.
