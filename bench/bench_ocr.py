@@ -32,6 +32,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,11 +47,15 @@ GRID = [OcrSettings(dpi, psm, otsu) for dpi in (300, 400) for otsu in (False, Tr
     OcrSettings(400, 6, fallback_psm=3, noise_confidence=noise) for noise in (0, 20, 40, 60, 80, 101)]
 
 
+TsvOf = Callable[[bytes, str, int], str]
+"""What ``ocr_pgm`` calls to run tesseract: (page image, language, --psm) -> TSV."""
+
+
 def pdf_of(name: str) -> Path:
     return next(CORPUS.glob(f"{name}_*.pdf"))
 
 
-def cached_tesseract(cache_dir: Path):  # noqa: ANN201 - a tsv_of for ocr_pgm
+def cached_tesseract(cache_dir: Path) -> TsvOf:
     """Tesseract's TSV for a page image and --psm, kept on disk by the image's hash."""
     cache_dir.mkdir(parents=True, exist_ok=True)
 
@@ -92,7 +97,7 @@ def edit_distance(hyp: str, ref: str, insertion: int = 1) -> int:
     return int(row[-1])
 
 
-def read_doc(name: str, settings: OcrSettings, pool: ThreadPoolExecutor, tsv_of) -> tuple[str, int, float]:  # noqa: ANN001
+def read_doc(name: str, settings: OcrSettings, pool: ThreadPoolExecutor, tsv_of: TsvOf) -> tuple[str, int, float]:
     """The document's OCR text (pages joined by an empty line), its page count, seconds."""
     pdf = pdfium.PdfDocument(pdf_of(name))
     started = time.perf_counter()
@@ -114,7 +119,7 @@ def scores(hyp: str, name: str) -> dict:
     return {"ref": len(ref), "edits": edit_distance(hyp, ref), "edits_transcribed": edit_distance(hyp, ref, 0)}
 
 
-def measure(settings: OcrSettings, cache: dict, pool: ThreadPoolExecutor, tsv_of) -> dict[str, dict]:  # noqa: ANN001
+def measure(settings: OcrSettings, cache: dict, pool: ThreadPoolExecutor, tsv_of: TsvOf) -> dict[str, dict]:
     out = {}
     for name in DOCS:
         key = f"{settings.tag}|{name}"

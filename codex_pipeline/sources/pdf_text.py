@@ -191,37 +191,34 @@ def _reread(page: Any, out: PdfPage) -> bool:
     are wrong letters inside word-shaped tokens), so tesseract's reading is kept whenever it is
     confident enough to be read at all. The layer stays when tesseract is missing or fails.
     """
-    from codex_pipeline.sources.pdf_ocr import MIN_CONFIDENCE, OcrError, engine_version, ocr_page
-
-    if engine_version() is None:
+    if isinstance(_ocr_reading(page, out), str):
         return False
-    try:
-        got = ocr_page(page, out.height)
-    except OcrError:
-        return False
-    if not got.lines or got.confidence < MIN_CONFIDENCE:
-        return False
-    out.lines, out.ocr_confidence, out.replaced_layer = got.lines, got.confidence, True
+    out.replaced_layer = True
     return True
 
 
 def _ocr(page: Any, out: PdfPage, limits: PdfLimits) -> None:
     """Fill ``out`` from OCR, or say why its page stays unread."""
+    why = _ocr_reading(page, out) if limits.ocr else NO_TEXT_LAYER
+    if isinstance(why, str):
+        out.problem = f"page {out.number} {why}"
+
+
+def _ocr_reading(page: Any, out: PdfPage) -> bool | str:
+    """Fill ``out``'s lines from tesseract (True), or the reject reason's tail when it cannot read the page."""
     from codex_pipeline.sources.pdf_ocr import MIN_CONFIDENCE, OcrError, engine_version, ocr_page
 
-    if not limits.ocr or engine_version() is None:
-        out.problem = f"page {out.number} {NO_TEXT_LAYER}"
-        return
+    if engine_version() is None:
+        return NO_TEXT_LAYER
     try:
         got = ocr_page(page, out.height)
     except OcrError as exc:
-        out.problem = f"page {out.number} has no text layer and OCR failed: {exc}"
-        return
+        return f"has no text layer and OCR failed: {exc}"
     if not got.lines or got.confidence < MIN_CONFIDENCE:
-        out.problem = (f"page {out.number} has no text layer and OCR could not read it (mean word confidence "
-                       f"{got.confidence:.0f}, under {MIN_CONFIDENCE:.0f})")
-        return
+        return (f"has no text layer and OCR could not read it (mean word confidence "
+                f"{got.confidence:.0f}, under {MIN_CONFIDENCE:.0f})")
     out.lines, out.ocr_confidence = got.lines, got.confidence
+    return True
 
 
 def _control(c: re.Match[str]) -> str:
