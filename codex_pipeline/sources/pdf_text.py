@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 # pdfium joins a word hyphenated across a line end into one line with U+FFFE where the hyphen
 # was: that is a line break after a hyphen, as printed (the chunker rejoins the word)
@@ -39,9 +39,12 @@ class PdfLimits:
     reread_ocr_layers: bool = True  # read a scan's invisible OCR layer again with tesseract (see read_page)
 
 
-@dataclass(frozen=True)
-class Line:
-    """One text line of a page: its text and box (PDF points, origin bottom left) and font size."""
+class Line(NamedTuple):
+    """One text line of a page: its text and box (PDF points, origin bottom left) and font size.
+
+    A named tuple, not a frozen dataclass: a page makes one per line, and building a tuple costs a
+    fifth of a frozen dataclass's per-field ``object.__setattr__`` (``bench/bench_pdf.py``).
+    """
 
     text: str
     x0: float
@@ -251,10 +254,11 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
     lines = []
     pos = 0
     controls = _CONTROL_IN_LINE.search(raw) is not None  # most pages have none: no substitution per line
+    hyphens = "\ufffe" in raw
     for m in [*_LINE_BREAK.finditer(raw), None]:
         end = len(raw) if m is None else m.start()
-        seg = raw[pos : end + 1] if m is not None and m.group() == "\ufffe" else raw[pos:end]  # keep the hyphen
-        text = seg.replace("\ufffe", "-")
+        seg = raw[pos : end + 1] if hyphens and m is not None and m.group() == "\ufffe" else raw[pos:end]  # keep it
+        text = seg.replace("\ufffe", "-") if hyphens else seg
         text = (_CONTROL.sub(_control, text) if controls else text).strip()
         if text:
             lead = pos + len(seg) - len(seg.lstrip())
@@ -262,8 +266,10 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
             a = box_of(lead) if aligned else None
             z = box_of(last) if a is not None else None
             if a is not None and z is not None:
-                lines.append(Line(text, round(min(a[0], z[0]), 1), round(min(a[1], z[1]), 1), round(max(a[2], z[2]), 1),
-                                  round(max(a[3], z[3]), 1), round(font_size(handle, lead), 1)))
+                (ax0, ay0, ax1, ay1), (zx0, zy0, zx1, zy1) = a, z
+                lines.append(Line(text, round(ax0 if ax0 < zx0 else zx0, 1), round(ay0 if ay0 < zy0 else zy0, 1),
+                                  round(ax1 if ax1 > zx1 else zx1, 1), round(ay1 if ay1 > zy1 else zy1, 1),
+                                  round(font_size(handle, lead), 1)))
             else:  # characters outside the BMP shift pdfium's indices: no per-line geometry
                 x0, y0, x1, y1 = (round(v, 1) for v in page_box)
                 lines.append(Line(text, x0, y0, x1, y1, 0.0))
