@@ -49,6 +49,7 @@ SETS: dict[str, list[str]] = {  # set -> its --dataset DS=SUBDIR parts (as in ev
     "huntsville": ["narrative=council_captions/huntsville-al"],
     "huntsville-whisper": ["narrative=council_captions/huntsville-al"],
     "seattle": ["seattle_preapplications=permits"],
+    "pdf": ["documents=pdf"],
 }
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
