@@ -22,7 +22,7 @@ tuned on the gold text beyond choosing among the grid. Tesseract's TSV of every 
 image and ``--psm`` under ``--cache``, so settings that differ only after tesseract cost nothing.
 
     python bench/bench_ocr.py --jobs 2                     # the whole grid
-    python bench/bench_ocr.py --grid 300:3:0,400:6:0:3:80  # dpi:psm:otsu[:fallback psm[:noise confidence]]
+    python bench/bench_ocr.py --grid 300:3:0,400:6:0:3:80:3  # dpi:psm:otsu[:fallback psm[:noise confidence[:columns psm]]]
 """
 
 from __future__ import annotations
@@ -136,14 +136,14 @@ def overall(results: dict[str, dict], names: list[str], field: str = "edits") ->
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grid", help="dpi:psm:otsu[:fallback psm[:noise confidence]],… "
+    ap.add_argument("--grid", help="dpi:psm:otsu[:fallback psm[:noise confidence[:columns psm]]],… "
                     "(default: 300/400 × psm 3/4/6 × grey/Otsu, and the adopted one × noise 0–101)")
     ap.add_argument("--jobs", type=int, default=1, help="pages read at once (tesseract processes)")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/bench_ocr_cache"), help="folder of scores and TSVs")
     args = ap.parse_args()
     grid = GRID if not args.grid else [
         OcrSettings(int(f[0]), int(f[1]), f[2] == "1", int(f[3]) if len(f) > 3 and f[3] else None,
-                    float(f[4]) if len(f) > 4 else 0.0)
+                    float(f[4]) if len(f) > 4 and f[4] else 0.0, int(f[5]) if len(f) > 5 else None)
         for f in (g.split(":") for g in args.grid.split(","))]
     scores_file = args.cache / "scores.json"
     tsv_of = cached_tesseract(args.cache / "tsv")

@@ -94,7 +94,8 @@ def pdf_document(path: Path, rel: str, rejects: list[Reject], limits: PdfLimits 
         from codex_pipeline.sources.pdf_ocr import engine_version
 
         payload["ocr"] = {"engine": engine_version(), "page_confidence": {str(k): v for k, v in ocr.items()},
-                          "replaced_layer_pages": [p.number for p in pages if p.replaced_layer]}
+                          "replaced_layer_pages": [p.number for p in pages if p.replaced_layer],
+                          "column_pages": [p.number for p in pages if p.ocr_columns]}
     first_heading = next((b.meta["title"] for b in lay.blocks if b.kind == "heading"), None)
     return SourceDocument(
         doc_id=make_doc_id(DATASET, rel), record_id=rel, text=lay.text, source_file=rel,

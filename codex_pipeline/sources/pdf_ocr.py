@@ -15,6 +15,7 @@ words' (0–100); a page under :data:`MIN_CONFIDENCE`, or with no words, is not 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from codex_pipeline.sources.ocr_layout import COLUMN_SHARE, Word, gutter, side_by_side, tsv_words
 from codex_pipeline.sources.pdf_text import Line
 
 MIN_CONFIDENCE = 50.0
@@ -38,15 +40,17 @@ class OcrSettings:
     binarize: bool = False  # Otsu threshold on the grey render before tesseract
     fallback_psm: int | None = None  # re-read with this --psm when the page's confidence is under MIN_CONFIDENCE
     noise_confidence: float = 0.0  # drop words with no letter or digit read under this confidence
+    columns_psm: int | None = None  # re-read with this --psm a page the first reading finds set in columns
 
     @property
     def tag(self) -> str:
         fallback = f"-fb{self.fallback_psm}" if self.fallback_psm is not None else ""
         noise = f"-noise{self.noise_confidence:g}" if self.noise_confidence else ""
-        return f"{self.dpi}dpi-psm{self.psm}{'-otsu' if self.binarize else ''}{fallback}{noise}"
+        columns = f"-cols{self.columns_psm}" if self.columns_psm is not None else ""
+        return f"{self.dpi}dpi-psm{self.psm}{'-otsu' if self.binarize else ''}{fallback}{noise}{columns}"
 
 
-SETTINGS = OcrSettings(dpi=400, psm=6, fallback_psm=3, noise_confidence=80)
+SETTINGS = OcrSettings(dpi=400, psm=6, fallback_psm=3, noise_confidence=80, columns_psm=3)
 """Chosen by leave-one-document-out over the four Rivergrove scans (``bench/bench_ocr.py``): picked on
 three documents by the error on the transcribed text, 400 dpi / ``--psm 6`` won every fold. A page
 that is not one block of text reads badly as one (page 2 of Resolution 22: confidence 45, so a
@@ -54,7 +58,10 @@ reject), so a page under :data:`MIN_CONFIDENCE` is read again with automatic seg
 (``--psm 3``) and the more confident reading kept. Specks, binder holes and page edges read as
 ``|``, ``:``, ``_`` or ``—``: a word with no letter or digit read under confidence 80 is dropped
 (chosen by leave-one-document-out over the seven transcribed Rivergrove scans by character error
-rate: 80 or "all" in every fold; ``docs/datasets/documents.md``)."""
+rate: 80 or "all" in every fold; ``docs/datasets/documents.md``). A page set in columns reads across them as one
+block, so a page whose one-block reading runs across a gutter, and which ``--psm 3`` also finds in columns, keeps
+the ``--psm 3`` reading (:mod:`~codex_pipeline.sources.ocr_layout`; a rule, not tuned: the dev scans hold no page
+in columns)."""
 DPI = SETTINGS.dpi
 ENGINE = f"tesseract5-{SETTINGS.tag}"
 """The OCR engine and its settings: part of the documents ``source_version``, so a change re-ingests."""
@@ -64,6 +71,7 @@ ENGINE = f"tesseract5-{SETTINGS.tag}"
 class OcrPage:
     lines: list[Line]
     confidence: float  # mean word confidence, 0-100
+    columns: bool = False  # read by --psm 3 because the page is set in columns
 
 
 class OcrError(Exception):
@@ -122,19 +130,31 @@ def ocr_pgm(pgm: bytes, height_pt: float, lang: str = "eng", settings: OcrSettin
     one that caches, so a grid of settings reads each page once per segmentation.
     """
     run = tsv_of or tesseract_tsv
-    got = _lines(run(pgm, lang, settings.psm), height_pt, settings.dpi, settings.noise_confidence)
+    words = tsv_words(run(pgm, lang, settings.psm))
+    if settings.columns_psm is not None and gutter(words):
+        automatic = tsv_words(run(pgm, lang, settings.columns_psm))
+        if side_by_side(automatic) >= COLUMN_SHARE:
+            return _lines(automatic, height_pt, settings.dpi, settings.noise_confidence, columns=True)
+    got = _lines(words, height_pt, settings.dpi, settings.noise_confidence)
     if got.confidence < MIN_CONFIDENCE and settings.fallback_psm is not None:
-        again = _lines(run(pgm, lang, settings.fallback_psm), height_pt, settings.dpi, settings.noise_confidence)
+        again = _lines(tsv_words(run(pgm, lang, settings.fallback_psm)), height_pt, settings.dpi,
+                       settings.noise_confidence)
         if again.confidence > got.confidence:
             return again
     return got
 
 
 def tesseract_tsv(pgm: bytes, lang: str, psm: int) -> str:
-    """Tesseract's TSV (words, boxes in pixels, confidences) for a PGM page (:class:`OcrError` when it fails)."""
+    """Tesseract's TSV (words, boxes in pixels, confidences) for a PGM page (:class:`OcrError` when it fails).
+
+    One OpenMP thread per tesseract unless the user set ``OMP_THREAD_LIMIT``: its threads contending for
+    the cores cost far more than they give (a 3-column page at 400 dpi on the idle 2-core dev machine:
+    53 s, 30 of them in the kernel, against 6 s with one thread).
+    """
     try:
         done = subprocess.run(["tesseract", "stdin", "stdout", "-l", lang, "--psm", str(psm), "tsv"],
-                              input=pgm, capture_output=True, timeout=TIMEOUT_S)
+                              input=pgm, capture_output=True, timeout=TIMEOUT_S,
+                              env={"OMP_THREAD_LIMIT": "1", **os.environ})
     except subprocess.TimeoutExpired:
         raise OcrError(f"OCR took over {TIMEOUT_S} s") from None
     except OSError as exc:
@@ -144,33 +164,30 @@ def tesseract_tsv(pgm: bytes, lang: str, psm: int) -> str:
     return done.stdout.decode("utf-8", "replace")
 
 
-def _lines(tsv: str, height_pt: float, dpi: int, noise_confidence: float = 0.0) -> OcrPage:
+def _lines(words: list[Word], height_pt: float, dpi: int, noise_confidence: float = 0.0,
+           columns: bool = False) -> OcrPage:
     """Words grouped by (block, paragraph, line) in tesseract's order; boxes from pixels to points.
 
     The page's confidence is the mean over every word read, noise included, so the floor and the
     fallback judge the reading as tesseract made it.
     """
     scale = 72 / dpi
-    groups: dict[tuple[str, str, str], list[list[str]]] = {}
+    groups: dict[tuple[str, str, str], list[Word]] = {}
     confs: list[float] = []
-    for row in tsv.splitlines()[1:]:
-        f = row.split("\t")
-        if len(f) < 12 or f[0] != "5" or not f[11].strip():
+    for w in words:
+        if w.conf >= 0:
+            confs.append(w.conf)
+        if w.conf < noise_confidence and not _ALNUM.search(w.text):
             continue
-        conf = float(f[10])
-        if conf >= 0:
-            confs.append(conf)
-        if conf < noise_confidence and not _ALNUM.search(f[11]):
-            continue
-        groups.setdefault((f[2], f[3], f[4]), []).append(f)
+        groups.setdefault((w.block, w.par, w.line), []).append(w)
     lines = []
-    for words in groups.values():
-        left = min(int(w[6]) for w in words)
-        top = min(int(w[7]) for w in words)
-        right = max(int(w[6]) + int(w[8]) for w in words)
-        bottom = max(int(w[7]) + int(w[9]) for w in words)
-        text = " ".join(w[11].strip() for w in words)
+    for group in groups.values():
+        left = min(w.left for w in group)
+        top = min(w.top for w in group)
+        right = max(w.left + w.width for w in group)
+        bottom = max(w.top + w.height for w in group)
+        text = " ".join(w.text for w in group)
         size = round((bottom - top) * scale, 1)
         lines.append(Line(text, round(left * scale, 1), round(height_pt - bottom * scale, 1),
                           round(right * scale, 1), round(height_pt - top * scale, 1), size))
-    return OcrPage(lines, round(sum(confs) / len(confs), 1) if confs else 0.0)
+    return OcrPage(lines, round(sum(confs) / len(confs), 1) if confs else 0.0, columns)

@@ -63,6 +63,7 @@ class PdfPage:
     problem: str | None = None  # why the page gave no text (a page reject), None when read
     ocr_confidence: float | None = None  # mean word confidence (0-100) when the lines come from OCR
     replaced_layer: bool = False  # the page's own (invisible) OCR layer was replaced by tesseract's reading
+    ocr_columns: bool = False  # OCR found the page set in columns and read it column by column
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ def _ocr_reading(page: Any, out: PdfPage) -> bool | str:
     if not got.lines or got.confidence < MIN_CONFIDENCE:
         return (f"has no text layer and OCR could not read it (mean word confidence "
                 f"{got.confidence:.0f}, under {MIN_CONFIDENCE:.0f})")
-    out.lines, out.ocr_confidence = got.lines, got.confidence
+    out.lines, out.ocr_confidence, out.ocr_columns = got.lines, got.confidence, got.columns
     return True
 
 

@@ -10,6 +10,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.sources.ocr_layout import tsv_words
 from codex_pipeline.sources.pdf_ocr import ENGINE, SETTINGS, OcrSettings, _lines, ocr_page, otsu, render_pgm
 from codex_pipeline.sources.pdf_text import PdfLimits, _invisible, read_page
 from codex_pipeline_tests.sources.pdf_maker import IMAGE, content, make_pdf
@@ -86,11 +87,11 @@ def _tsv(*words: tuple[str, float, int]) -> str:
 
 def test_specks_read_as_punctuation_are_dropped_unless_read_confidently() -> None:
     tsv = _tsv(("|", 30.0, 10), ("Parks", 40.0, 60), ("&", 95.0, 120), ("—", 79.0, 150), ("A-1", 20.0, 200))
-    got = _lines(tsv, 792, 72, noise_confidence=80)
+    got = _lines(tsv_words(tsv), 792, 72, noise_confidence=80)
     assert [ln.text for ln in got.lines] == ["Parks & A-1"]
     assert got.lines[0].x0 == 60  # the box is the kept words'
     assert got.confidence == round((30 + 40 + 95 + 79 + 20) / 5, 1)  # the page's confidence counts every word
-    assert _lines(tsv, 792, 72).lines[0].text == "| Parks & — A-1"
+    assert _lines(tsv_words(tsv), 792, 72).lines[0].text == "| Parks & — A-1"
 
 
 @pytest.mark.skipif(not TESSERACT or not OCR_LAYER.is_file(), reason="shared corpora not present, or no tesseract-ocr")
