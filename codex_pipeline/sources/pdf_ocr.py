@@ -15,7 +15,6 @@ words' (0–100); a page under :data:`MIN_CONFIDENCE`, or with no words, is not 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
@@ -147,14 +146,13 @@ def ocr_pgm(pgm: bytes, height_pt: float, lang: str = "eng", settings: OcrSettin
 def tesseract_tsv(pgm: bytes, lang: str, psm: int) -> str:
     """Tesseract's TSV (words, boxes in pixels, confidences) for a PGM page (:class:`OcrError` when it fails).
 
-    One OpenMP thread per tesseract unless the user set ``OMP_THREAD_LIMIT``: its threads contending for
-    the cores cost far more than they give (a 3-column page at 400 dpi on the idle 2-core dev machine:
+    One OpenMP thread per tesseract (set by ``env``: only the edge reads this process's environment): its
+    threads contending for the cores cost far more than they give (a 3-column page at 400 dpi on the idle 2-core dev machine:
     53 s, 30 of them in the kernel, against 6 s with one thread).
     """
     try:
-        done = subprocess.run(["tesseract", "stdin", "stdout", "-l", lang, "--psm", str(psm), "tsv"],
-                              input=pgm, capture_output=True, timeout=TIMEOUT_S,
-                              env={"OMP_THREAD_LIMIT": "1", **os.environ})
+        done = subprocess.run(["env", "OMP_THREAD_LIMIT=1", "tesseract", "stdin", "stdout", "-l", lang,
+                               "--psm", str(psm), "tsv"], input=pgm, capture_output=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise OcrError(f"OCR took over {TIMEOUT_S} s") from None
     except OSError as exc:
