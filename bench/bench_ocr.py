@@ -143,7 +143,7 @@ def main() -> None:
     args = ap.parse_args()
     grid = GRID if not args.grid else [
         OcrSettings(int(f[0]), int(f[1]), f[2] == "1", int(f[3]) if len(f) > 3 and f[3] else None,
-                    float(f[4]) if len(f) > 4 and f[4] else 0.0, int(f[5]) if len(f) > 5 else None)
+                    float(f[4]) if len(f) > 4 and f[4] else 0.0, int(f[5]) if len(f) > 5 and f[5] else None)
         for f in (g.split(":") for g in args.grid.split(","))]
     scores_file = args.cache / "scores.json"
     tsv_of = cached_tesseract(args.cache / "tsv")

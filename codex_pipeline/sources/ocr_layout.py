@@ -61,7 +61,7 @@ def gutter(words: list[Word]) -> bool:
     crossing = np.zeros(width + 2, dtype=np.int64)  # words of one line never overlap: words covering x = lines
     for w in words:
         crossing[w.left - x0] += 1
-        crossing[w.left - x0 + w.width + 1] -= 1
+        crossing[w.left - x0 + w.width] -= 1  # the box is [left, left + width)
     covered = np.cumsum(crossing)[: width + 1]
     lo, hi = int(width * (1 - GUTTER_MIDDLE) / 2), int(width * (1 + GUTTER_MIDDLE) / 2)
     centres = np.array([w.left + w.width / 2 - x0 for w in words if sum(c.isalpha() for c in w.text) >= 3])

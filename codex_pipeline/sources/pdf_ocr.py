@@ -129,15 +129,22 @@ def ocr_pgm(pgm: bytes, height_pt: float, lang: str = "eng", settings: OcrSettin
     one that caches, so a grid of settings reads each page once per segmentation.
     """
     run = tsv_of or tesseract_tsv
-    words = tsv_words(run(pgm, lang, settings.psm))
-    if settings.columns_psm is not None and gutter(words):
-        automatic = tsv_words(run(pgm, lang, settings.columns_psm))
+    read: dict[int, list[Word]] = {settings.psm: tsv_words(run(pgm, lang, settings.psm))}
+
+    def reading(psm: int) -> list[Word]:  # each segmentation runs once per page
+        if psm not in read:
+            read[psm] = tsv_words(run(pgm, lang, psm))
+        return read[psm]
+
+    if settings.columns_psm is not None and gutter(read[settings.psm]):
+        automatic = reading(settings.columns_psm)
         if side_by_side(automatic) >= COLUMN_SHARE:
-            return _lines(automatic, height_pt, settings.dpi, settings.noise_confidence, columns=True)
-    got = _lines(words, height_pt, settings.dpi, settings.noise_confidence)
+            columns = _lines(automatic, height_pt, settings.dpi, settings.noise_confidence, columns=True)
+            if columns.confidence >= MIN_CONFIDENCE:
+                return columns
+    got = _lines(read[settings.psm], height_pt, settings.dpi, settings.noise_confidence)
     if got.confidence < MIN_CONFIDENCE and settings.fallback_psm is not None:
-        again = _lines(tsv_words(run(pgm, lang, settings.fallback_psm)), height_pt, settings.dpi,
-                       settings.noise_confidence)
+        again = _lines(reading(settings.fallback_psm), height_pt, settings.dpi, settings.noise_confidence)
         if again.confidence > got.confidence:
             return again
     return got
@@ -150,9 +157,12 @@ def tesseract_tsv(pgm: bytes, lang: str, psm: int) -> str:
     threads contending for the cores cost far more than they give (a 3-column page at 400 dpi on the idle 2-core dev machine:
     53 s, 30 of them in the kernel, against 6 s with one thread).
     """
+    exe = shutil.which("tesseract")
+    if exe is None:
+        raise OcrError("tesseract could not run (not found on PATH; scripts/install_ocr.sh installs it)")
     try:
-        done = subprocess.run(["env", "OMP_THREAD_LIMIT=1", "tesseract", "stdin", "stdout", "-l", lang,
-                               "--psm", str(psm), "tsv"], input=pgm, capture_output=True, timeout=TIMEOUT_S)
+        done = subprocess.run(["env", "OMP_THREAD_LIMIT=1", exe, "stdin", "stdout", "-l", lang, "--psm", str(psm),
+                               "tsv"], input=pgm, capture_output=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise OcrError(f"OCR took over {TIMEOUT_S} s") from None
     except OSError as exc:

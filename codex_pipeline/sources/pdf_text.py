@@ -268,8 +268,8 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
             z = box_of(last) if a is not None else None
             if a is not None and z is not None:
                 (ax0, ay0, ax1, ay1), (zx0, zy0, zx1, zy1) = a, z
-                lines.append(Line(text, round(ax0 if ax0 < zx0 else zx0, 1), round(ay0 if ay0 < zy0 else zy0, 1),
-                                  round(ax1 if ax1 > zx1 else zx1, 1), round(ay1 if ay1 > zy1 else zy1, 1),
+                lines.append(Line(text, round(zx0 if zx0 < ax0 else ax0, 1), round(zy0 if zy0 < ay0 else ay0, 1),
+                                  round(zx1 if zx1 > ax1 else ax1, 1), round(zy1 if zy1 > ay1 else ay1, 1),
                                   round(font_size(handle, lead), 1)))
             else:  # characters outside the BMP shift pdfium's indices: no per-line geometry
                 x0, y0, x1, y1 = (round(v, 1) for v in page_box)

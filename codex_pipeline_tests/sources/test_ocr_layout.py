@@ -13,7 +13,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from codex_pipeline.sources.ocr_layout import gutter, side_by_side, tsv_words
-from codex_pipeline.sources.pdf_ocr import SETTINGS, OcrSettings, ocr_pgm, render_pgm, tesseract_tsv
+from codex_pipeline.sources.pdf_ocr import SETTINGS, OcrError, OcrSettings, ocr_pgm, render_pgm, tesseract_tsv
 
 HEAD = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
 FEDERAL_REGISTER = Path(__file__).resolve().parents[2].parent / "shared/corpora/pdf/pdfplumber-fixtures/federal-register-2020-17221.pdf"
@@ -81,6 +81,34 @@ def test_the_automatic_reading_replaces_the_one_block_reading_only_when_both_see
     calls.clear()
     assert not ocr_pgm(b"", 792, settings=OcrSettings(400, 6), tsv_of=reads(_two_columns_as_blocks())).columns
     assert calls == [6]  # columns_psm unset: the one-block reading stands, no second run
+
+
+def test_a_columns_reading_under_the_confidence_floor_is_not_kept_and_no_segmentation_runs_twice() -> None:
+    calls: list[int] = []
+
+    def low(conf: int, automatic: str) -> Callable[[bytes, str, int], str]:
+        def tsv_of(pgm: bytes, lang: str, run: int) -> str:
+            calls.append(run)
+            return _two_columns_as_one_block() if run == 6 else automatic.replace("\t90\t", f"\t{conf}\t")
+        return tsv_of
+
+    got = ocr_pgm(b"", 792, settings=SETTINGS, tsv_of=low(30, _two_columns_as_blocks()))
+    assert not got.columns and got.confidence == 90.0 and calls == [6, 3]  # the one-block reading stands
+    calls.clear()
+
+    def dim(pgm: bytes, lang: str, run: int) -> str:  # one block read at 40 (under the floor), --psm 3 at 60
+        calls.append(run)
+        tsv = _two_columns_as_one_block() if run == 6 else _tsv([(1, 0, x, 100, "word") for x in range(100, 700, 50)])
+        return tsv.replace("\t90\t", "\t40\t" if run == 6 else "\t60\t")
+
+    got = ocr_pgm(b"", 792, settings=SETTINGS, tsv_of=dim)
+    assert got.confidence == 60.0 and not got.columns and calls == [6, 3]  # the fallback reuses the --psm 3 run
+
+
+def test_a_missing_tesseract_is_named_in_the_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(OcrError, match="tesseract could not run \\(not found on PATH"):
+        tesseract_tsv(b"P5 1 1 255 ", "eng", 6)
 
 
 def _bigram_f1(a: str, b: str) -> float:
