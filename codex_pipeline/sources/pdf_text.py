@@ -26,6 +26,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\uffff]")  # U+0002: pdfium's oth
 _CONTROL_IN_LINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\uffff]")  # _CONTROL but CR (a line break, never in a line)
 OCR_MISSING = "OCR is not available: install tesseract-ocr (scripts/install_ocr.sh)"
 NO_TEXT_LAYER = f"has no text layer (a scanned image); {OCR_MISSING}"
+DAMAGED_PAGE = "is damaged: pdfium cannot load it (the other pages are read; a repaired copy, e.g. `qpdf in.pdf out.pdf`, reads it)"
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,22 @@ class PdfFile:
     limits: PdfLimits
 
     def pages(self) -> Iterator[PdfPage]:
+        """Each page read, or a page whose ``problem`` says pdfium cannot load it: one damaged page never costs the file."""
+        import pypdfium2 as pdfium
+
         for i in range(self.page_count):
-            page = self.doc[i]
             try:
-                yield read_page(page, i + 1, self.limits)
+                page = self.doc[i]
+            except pdfium.PdfiumError:
+                yield PdfPage(i + 1, 0.0, 0.0, problem=f"page {i + 1} {DAMAGED_PAGE}")
+                continue
+            try:
+                got = read_page(page, i + 1, self.limits)
+            except pdfium.PdfiumError:
+                got = PdfPage(i + 1, 0.0, 0.0, problem=f"page {i + 1} {DAMAGED_PAGE}")
             finally:
                 page.close()
+            yield got
 
     def close(self) -> None:
         self.doc.close()

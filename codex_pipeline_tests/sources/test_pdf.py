@@ -146,6 +146,15 @@ def test_a_page_over_the_character_limit_is_rejected_and_the_others_kept(tmp_pat
     assert rejects[0].reason.endswith("characters, over the 100000-character page limit")
 
 
+def test_a_page_pdfium_cannot_load_is_a_named_reject_and_the_others_kept(tmp_path: Path) -> None:
+    # the page tree counts four pages and holds three: pdfium opens the file and fails on page 4
+    damaged = three_pages().replace(b"] /Count 3", b"] /Count 4", 1)
+    doc, rejects = _read(tmp_path, damaged)
+    assert doc is not None and doc.payload["unread_pages"] == [4] and "Page three says" in doc.text
+    assert [r.record_ref for r in rejects] == ["page 4"]
+    assert rejects[0].reason.startswith("page 4 is damaged: pdfium cannot load it")
+
+
 def test_scanned_pages_without_ocr_are_named_rejects_never_empty_documents(tmp_path: Path) -> None:
     doc, rejects = _read(tmp_path, make_pdf([text_page(BODY), "image"]), NO_OCR)
     assert doc is not None and doc.payload["unread_pages"] == [2]
@@ -192,10 +201,12 @@ def test_a_day_with_hostile_files_still_yields_the_good_ones(tmp_path: Path) -> 
     _write(tmp_path, "good.pdf", three_pages())
     _write(tmp_path, "bad.pdf", b"%PDF-1.4 garbage")
     _write(tmp_path, "scan.pdf", make_pdf(["image"]))
+    _write(tmp_path, "lost.pdf", make_pdf([text_page(BODY)]).replace(b"[6 0 R] /Count 1", b"[99 0 R] /Count 1", 1))
     rejects: list[Reject] = []
-    docs = list(iter_documents_day(tmp_path, rejects))
+    docs = list(iter_documents_day(tmp_path, rejects, NO_OCR))
     assert [d.record_id for d in docs] == ["good.pdf"]
-    assert {r.source_file for r in rejects} == {"bad.pdf", "scan.pdf"}
+    assert {r.source_file for r in rejects} == {"bad.pdf", "scan.pdf", "lost.pdf"}
+    assert any("page 1 is damaged" in r.reason for r in rejects if r.source_file == "lost.pdf")
     json.dumps(docs[0].payload)
 
 
