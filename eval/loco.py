@@ -95,6 +95,17 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
         "NEIGHBOUR_MARGIN": [0.3, 0.4],
         "LEXICAL_WEIGHT": [0.5, 1.0],
     },
+    "tail": {
+        "TAIL_SENTENCES": [0, 1, 2],
+        "TAIL_MARGIN": [0.0, 0.05, 0.1, 0.2],
+        "NEIGHBOUR_RANKS": [2, 3],
+    },
+    "tail-reach": {
+        "TAIL_SENTENCES": [0, 1, 2],
+        "TAIL_MARGIN": [0.0, 0.1],
+        "NEIGHBOUR_RANKS": [2, 3],
+        "SENTENCE_REACH": [0, 200],
+    },
     "fusion": {
         "LEXICAL_FLOOR": [0.3, 0.5, 0.7],
         "BM25_WEIGHT": [1.0, 1.5, 2.0],

@@ -83,6 +83,22 @@ SENTENCE_REACH = 200
 line breaks, and a caption line is not a sentence). LOCO (grid ``sentences``): 200 on 6 of 7 folds, 7 of 8 with the pdf set (0 on the
 huntsville fold, where 200 and 400 score best in-sample: captions gain 3-5 recall points)."""
 
+TAIL_SENTENCES = 1
+"""Hits ranked below :data:`NEIGHBOUR_RANKS` cite only this many consecutive sentences of their best unit, the
+best-scoring run (0: the whole unit), unless their best unit scores within :data:`TAIL_MARGIN` of the best unit
+of all hits; :data:`SENTENCE_REACH` then grows the sentence whole. LOCO (grid ``tail``, session 6): 1 with margin
+0.0 and ranks 2 chosen on all 8 folds against 0/2 sentences and margins 0.05-0.2; LOCO pooled recall / IoU /
+hit@5 91.7 / 6.4 / 94.2 -> 90.6 / 9.3 / 93.3, every fold keeping >= 90% of the chunk's recall (huntsville
+captions 87.1 -> 90.0). With ``SENTENCE_REACH`` in the grid too (grid ``tail-reach``) the huntsville fold again
+chooses reach 0 and keeps 86.4% (82.3 recall); the other seven choose this point and reach 200. A lower hit
+rarely holds the answer yet cited a whole unit: a third of what a top-5 answer cited. Sentences are chosen by the
+query's words (:func:`~codex_pipeline.retrieval.units.lexical_shares`), not by cosine: a query embeds only itself
+(by cosine of query-time sentence vectors: 90.8 / 9.1, no better)."""
+
+TAIL_MARGIN = 0.0
+"""See :data:`TAIL_SENTENCES` (0.0: only the hit holding the best unit of all cites it whole wherever it
+ranks; without that exception, huntsville 85.8 -> 83.4 recall). LOCO grid ``tail``: 0.0 on all 8 folds."""
+
 BRIDGE_TURNS = False
 """A unit of a merged run of one speaker's turns cites one stretch from its first to its last sentence, header
 lines between included (True: the old dev-tuned rule) or one span per turn (False). A rule, not tuned (only the

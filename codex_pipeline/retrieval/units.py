@@ -272,6 +272,7 @@ def best_units(
     if not query.empty and lexical_weight and bodies:
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies))
     out: list[tuple[Unit, float]] = []
+    top = float(sims.max()) if len(sims) else 0.0  # the best unit of any candidate: how sure a tail hit must be
     at = 0
     for rank, ((text, spans, _, bridge), cu) in enumerate(zip(candidates, units)):
         if not cu.pieces:
@@ -285,6 +286,9 @@ def best_units(
         bridge = bridge and settings.BRIDGE_TURNS
         if settings.SKIP_METADATA:
             kept = citable(text, pieces)
+            if (rank >= neighbour_ranks and settings.TAIL_SENTENCES and len(kept) > settings.TAIL_SENTENCES
+                    and part[i] < top - settings.TAIL_MARGIN):
+                kept = _best_sentences(text, kept, query, settings.TAIL_SENTENCES)
             if settings.SENTENCE_REACH and cu.embedded:
                 kept = complete_sentences(text, kept, spans, settings.SENTENCE_REACH)
             unit = cite(text, kept, bridge)
@@ -318,6 +322,20 @@ def complete_sentences(text: str, pieces: Sequence[Span], spans: Sequence[Span],
     grown = [(start + a, start + b) for a, b in sentence_bounds(text[start:first])]
     grown += list(pieces) + [(last + a, last + b) for a, b in sentence_bounds(text[last:end])]
     return citable(text, grown)
+
+
+def _best_sentences(text: str, pieces: list[Span], query: AnalyzedQuery, n: int) -> list[Span]:
+    """The ``n`` consecutive sentence pieces of a lower hit's unit holding most of the query's words
+    (:func:`lexical_shares`; the first ones when none holds any).
+
+    A hit below the top ones rarely holds the answer, yet it cited a whole unit: a third of what a
+    top-5 answer cites. Lexical, not cosine: a query embeds only itself (see the module docstring).
+    """
+    if query.empty:
+        return pieces[:n]
+    scores = np.asarray(lexical_shares(query, [text[s:e] for s, e in pieces]))
+    at = int(np.argmax(np.convolve(scores, np.ones(n), "valid")))
+    return pieces[at : at + n]
 
 
 def _widen(scores: np.ndarray, best: int, margin: float, steps: int) -> list[int]:

@@ -144,7 +144,12 @@ def iter_documents_day(day_dir: Path, rejects: list[Reject], limits: PdfLimits =
     """Yield each landing file of the day as a document, routed by content; others are rejected."""
     for path in landing_files(day_dir):
         rel = path.relative_to(day_dir).as_posix()
-        doc = _read(path, day_dir, rel, rejects, limits)
+        try:
+            doc = _read(path, day_dir, rel, rejects, limits)
+        except Exception as exc:  # noqa: BLE001 - one file a library chokes on must not sink the day
+            rejects.append(Reject(rel, f"reader failed: {type(exc).__name__}: {exc} (the other files are read; "
+                                       "report this file: the reader should name what is wrong with it)"))
+            continue
         if doc is not None:
             yield doc
 

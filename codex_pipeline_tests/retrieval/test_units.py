@@ -151,3 +151,31 @@ def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well() -> None
     vecs = np.stack([_unit_vector(c) for c in cosines])
     (unit, _), = best_units([cand], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(keys, vecs)])
     assert unit == one
+
+
+def test_a_lower_hit_cites_its_sentence_holding_the_query_words_unless_it_holds_the_best_unit_of_all() -> None:
+    from codex_pipeline.retrieval import settings
+
+    text = _long_text()
+    units = chunk_units(text, [(0, len(text))], None)
+    keys = np.array([unit_key(t) for t in units.texts], np.uint64)
+    answer = next(i for i, t in enumerate(units.texts) if "Flint Hills" in t)
+    q = _unit_vector(1.0)
+    cand = (text, [(0, len(text))], None, False)
+    query = AnalyzedQuery.of("Flint Hills van", q)
+
+    def cited(cosines_of_third: float) -> list[tuple[tuple[int, int], ...]]:
+        strong = np.stack([_unit_vector(0.9 if j == answer else 0.2) for j in range(len(units.texts))])
+        third = np.stack([_unit_vector(cosines_of_third if j == answer else 0.1) for j in range(len(units.texts))])
+        got = best_units([cand] * 3, query, UnitVectors(Recorder()), stored=[(keys, strong)] * 2 + [(keys, third)],
+                         neighbour_ranks=2)
+        return [unit for unit, _ in got]
+
+    assert settings.TAIL_SENTENCES == 1
+    weak = cited(0.5)
+    sentence = text.index("The Flint Hills"), text.index("van.") + len("van.")
+    assert weak[2] == (sentence,)  # the one sentence naming the query's words, exact in the text
+    assert all(s <= sentence[0] and sentence[1] <= e for s, e in weak[0])  # a top hit cites its whole unit
+    assert sum(e - s for s, e in weak[0]) > 3 * (sentence[1] - sentence[0])
+    best = cited(0.99)  # the third hit holds the best unit of all: cited whole wherever it ranks
+    assert best[2] == cite(text, units.pieces[answer]) and len(units.pieces[answer]) > 1

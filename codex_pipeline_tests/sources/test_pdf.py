@@ -210,6 +210,26 @@ def test_a_day_with_hostile_files_still_yields_the_good_ones(tmp_path: Path) -> 
     json.dumps(docs[0].payload)
 
 
+def test_a_file_the_pdf_library_chokes_on_is_a_reject_not_a_failed_day(tmp_path: Path, monkeypatch) -> None:
+    import pypdfium2
+
+    _write(tmp_path, "a.pdf", three_pages())
+    _write(tmp_path, "b.pdf", three_pages())
+    real = pypdfium2.PdfDocument
+
+    def choke(source, *args, **kwargs):  # fault injection: a library error the reader does not foresee
+        if str(source).endswith("a.pdf"):
+            raise RuntimeError("pdfium: unexpected internal error")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(pypdfium2, "PdfDocument", choke)
+    rejects: list[Reject] = []
+    docs = list(iter_documents_day(tmp_path, rejects, NO_OCR))
+    assert [d.record_id for d in docs] == ["b.pdf"]
+    assert [(r.source_file, r.reason.split(" (")[0]) for r in rejects] == [
+        ("a.pdf", "reader failed: RuntimeError: pdfium: unexpected internal error")]
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpora not present")
 def test_real_agenda_outline_and_partly_scanned_ordinance() -> None:
     rejects: list[Reject] = []
