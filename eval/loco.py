@@ -52,6 +52,11 @@ SETS: dict[str, list[str]] = {  # set -> its --dataset DS=SUBDIR parts (as in ev
     "pdf": ["documents=pdf"],
 }
 
+POOLS: dict[str, list[str]] = {  # --pooled: these sets share one index, as the held-out protocol pools them
+    "first": ["council", "docs", "email"],
+    "second": ["uv", "huntsville", "seattle"],
+}
+
 GRIDS: dict[str, dict[str, list[Any]]] = {
     "none": {},
     "small": {
@@ -132,9 +137,13 @@ class Result:
     chunk: list[Score]
 
 
-def load(name: str, work: Path, corpus: Path, embedder: Any) -> Loaded:
-    parts = [CorpusPart.parse(p) for p in SETS[name]]
-    wh = Warehouse(work / name)
+def load(name: str, work: Path, corpus: Path, embedder: Any, pooled: bool = False) -> Loaded:
+    """Set ``name``'s questions over its own index in ``WORK/<name>``, or with ``pooled`` over its pool's in
+    ``WORK/pool-<pool>`` (:data:`POOLS`: built by ``codex eval`` on the pool's gold with ``--work-dir``)."""
+    pool = next((p for p, members in POOLS.items() if name in members), None) if pooled else None
+    members = POOLS[pool] if pool else [name]
+    parts = [CorpusPart.parse(p) for m in members for p in SETS[m]]
+    wh = Warehouse(work / (f"pool-{pool}" if pool else name))
     maps = source_maps(wh, parts, corpus, partitions_start(os.environ))
     retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder, rebuild=False)
     cache: dict[str, Any] = {}
@@ -201,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--save", type=Path, help="keep every point's scores in this file (pickle)")
     ap.add_argument("--load", type=Path, help="score from a --save file of the same grid and sets instead of searching")
     ap.add_argument("--dump", action="store_true", help="also print every grid point's figures per set")
+    ap.add_argument("--pooled", action="store_true",
+                    help="score the sets of each pool (POOLS) over one shared index, as the held-out sets are")
     args = ap.parse_args(argv)
     names = [n for n in args.sets.split(",") if n]
     for fixed in args.set:
@@ -220,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         points = [p for p in points if p in results]
     else:
         embedder = query_embedder("local")
-        sets = [load(n, args.work, args.corpus, embedder) for n in names]
+        sets = [load(n, args.work, args.corpus, embedder, args.pooled) for n in names]
         for p in points:
             for key, v in zip(keys, p):
                 setattr(settings, key, v)

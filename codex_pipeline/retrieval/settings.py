@@ -61,9 +61,11 @@ LEXICAL_WEIGHT = 0.5
 (weights over a wide range scored alike on the first dev pool); LOCO (grids ``citation``, ``final``): 0.5 chosen
 on 6 of 7 folds against 0.25 and 1.0; on all 8 with the pdf set (grid ``citation``)."""
 
-NEIGHBOUR_RANKS = 2
-"""The top hits whose evidence may widen to neighbour units. LOCO (grid ``sentences``): 2 on every fold; 5 keeps
-more recall at a third less IoU."""
+NEIGHBOUR_RANKS = 3
+"""The top hits whose evidence may widen to neighbour units (the hits below cite a sentence: :data:`TAIL_SENTENCES`).
+LOCO (grid ``sentences``, one index per set): 2 on every fold; 5 keeps more recall at a third less IoU. With the
+tail rule, pooled-index LOCO (``eval/loco.py --pooled --grid tail``, the sets sharing an index as the held-out pools
+do): 3 on 7 of 8 folds (in a shared index a third hit holds the answer more often: uv's cited recall 84.0 at 2)."""
 
 NEIGHBOUR_MARGIN = 0.3
 """... each neighbour joining when it scores within this of the best unit. Was 0.2 (dev-tuned on the first dev
@@ -86,14 +88,13 @@ huntsville fold, where 200 and 400 score best in-sample: captions gain 3-5 recal
 TAIL_SENTENCES = 1
 """Hits ranked below :data:`NEIGHBOUR_RANKS` cite only this many consecutive sentences of their best unit, the
 best-scoring run (0: the whole unit), unless their best unit scores within :data:`TAIL_MARGIN` of the best unit
-of all hits; :data:`SENTENCE_REACH` then grows the sentence whole. LOCO (grid ``tail``, session 6): 1 with margin
-0.0 and ranks 2 chosen on all 8 folds against 0/2 sentences and margins 0.05-0.2; LOCO pooled recall / IoU /
-hit@5 91.7 / 6.4 / 94.2 -> 90.6 / 9.3 / 93.3, every fold keeping >= 90% of the chunk's recall (huntsville
-captions 87.1 -> 90.0). With ``SENTENCE_REACH`` in the grid too (grid ``tail-reach``) the huntsville fold again
-chooses reach 0 and keeps 86.4% (82.3 recall); the other seven choose this point and reach 200. A lower hit
-rarely holds the answer yet cited a whole unit: a third of what a top-5 answer cited. Sentences are chosen by the
-query's words (:func:`~codex_pipeline.retrieval.units.lexical_shares`), not by cosine: a query embeds only itself
-(by cosine of query-time sentence vectors: 90.8 / 9.1, no better)."""
+of all hits; :data:`SENTENCE_REACH` then grows the sentence whole. A lower hit rarely holds the answer yet cited
+a whole unit: a third of what a top-5 answer cited. LOCO (grid ``tail``: 0/1/2 sentences x margins 0-0.2 x ranks
+2/3), session 6: one index per set, 1 / 0.0 / ranks 2 on all 8 folds (pooled over the folds, recall / IoU / hit@5
+91.7 / 6.4 / 94.2 -> 90.6 / 9.3 / 93.3); sets sharing an index as the held-out pools do (``--pooled``), 1 / 0.0 /
+ranks 3 on 7 of 8 folds, adopted (figures in eval/README.md). Sentences are chosen by the query's words
+(:func:`~codex_pipeline.retrieval.units.lexical_shares`), not by cosine: a query embeds only itself (cosine of
+query-time sentence vectors scored no better: 90.8 / 9.1)."""
 
 TAIL_MARGIN = 0.0
 """See :data:`TAIL_SENTENCES` (0.0: only the hit holding the best unit of all cites it whole wherever it

@@ -14,7 +14,9 @@ words' (0–100); a page under :data:`MIN_CONFIDENCE`, or with no words, is not 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import re
 import shutil
 import subprocess
@@ -27,6 +29,10 @@ from codex_pipeline.sources.pdf_text import Line
 
 MIN_CONFIDENCE = 50.0
 TIMEOUT_S = 180
+MAX_PIXELS = 40_000_000
+"""A page that would render larger at the settings' DPI (a poster, a drawing: an 8,400-point square page is 2.2
+billion pixels at 400 dpi) is rendered at the DPI that makes it this size, so memory and tesseract's time stay
+bounded; type on a page that large is large. Engineering bound: a tabloid page at 400 dpi is 30 million pixels."""
 _ALNUM = re.compile(r"[^\W_]")
 
 
@@ -118,7 +124,16 @@ def otsu(grey: Any) -> Any:
 
 def ocr_page(page: Any, height_pt: float, lang: str = "eng", settings: OcrSettings = SETTINGS) -> OcrPage:
     """The page's lines as tesseract reads them (:class:`OcrError` when it cannot)."""
+    settings = for_page_size(page.get_size()[0], height_pt, settings)
     return ocr_pgm(render_pgm(page, settings), height_pt, lang, settings)
+
+
+def for_page_size(width_pt: float, height_pt: float, settings: OcrSettings = SETTINGS) -> OcrSettings:
+    """``settings`` at a DPI low enough that the page renders to at most :data:`MAX_PIXELS`."""
+    pixels = (width_pt * settings.dpi / 72) * (height_pt * settings.dpi / 72)
+    if pixels <= MAX_PIXELS:
+        return settings
+    return dataclasses.replace(settings, dpi=max(1, int(settings.dpi * math.sqrt(MAX_PIXELS / pixels))))
 
 
 def ocr_pgm(pgm: bytes, height_pt: float, lang: str = "eng", settings: OcrSettings = SETTINGS,
