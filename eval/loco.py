@@ -1,11 +1,13 @@
 """Leave-one-corpus-out (LOCO) scores of the tuned ranking and citation constants (issue 26 item 2).
 
-    python eval/loco.py --work /tmp/loco [--sets council,docs,...] [--grid small]
+    python eval/loco.py --work /tmp/loco [--sets council,docs,...] [--grid small] [--pooled]
 
 Each dev set must have been materialized once into ``WORK/<set>`` by ``codex eval`` with
 ``--work-dir WORK/<set>`` (the commands are in ``eval/README.md``); this script then drives
 ``Retriever`` in-process over those indexes (no Dagster, no re-embedding) for every point of a
-small grid of :mod:`codex_pipeline.retrieval.settings` values.
+small grid of :mod:`codex_pipeline.retrieval.settings` values. ``--pooled`` scores the sets of each
+:data:`POOLS` entry over one shared index in ``WORK/pool-<name>`` instead, as the held-out evaluation
+pools corpora (there a lower hit holds the answer more often than in a set's own index).
 
 For each held-out set ``c``: the grid point maximizing the mean objective over the *other*
 sets is chosen, and ``c`` is scored with it. Objective (``--objective``, default ``iou@90``): the
