@@ -44,7 +44,7 @@ from codex_pipeline.core.contract_check import validate_chunks
 from codex_pipeline.core.documents import Reject, SourceDocument
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.sources.documents import pdf_document
+from codex_pipeline.sources.documents import read_file
 from codex_pipeline.sources.pdf_text import PdfLimits
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,7 +74,7 @@ def bare_pdfium(files: list[Path]) -> int:
 def step(files: list[Path], root: Path, ocr: bool = False) -> tuple[list[SourceDocument], list[Reject], int]:
     rejects: list[Reject] = []
     limits = PdfLimits(ocr=ocr)  # timed: the text-layer path; OCR is measured apart (docs/datasets/documents.md)
-    docs = [d for f in files if (d := pdf_document(f, f.relative_to(root).as_posix(), rejects, limits)) is not None]
+    docs = [d for f in files if (d := read_file(f, root, rejects, limits)) is not None]  # the assets' guarded path
     table = pipeline.chunk(get_dataset("documents"), DAY, docs).table
     return docs, rejects, table.num_rows
 

@@ -37,6 +37,19 @@ def metadata_line(piece: str) -> bool:
 
 
 def citable(text: str, pieces: Sequence[Span]) -> list[Span]:
-    """``pieces`` of ``text`` without metadata lines (all of them when every one is metadata: cite something)."""
-    kept = [p for p in pieces if not metadata_line(text[p[0] : p[1]])]
+    """``pieces`` of ``text`` without those on metadata lines (all of them when every one is: cite something).
+
+    A piece is judged by the whole line it lies on, not by itself: a sentence splitter cuts
+    ``From: M.-A. Lemburg <mal@egenix.com>`` after ``M.-A.``, and ``Lemburg <mal@egenix.com>`` alone
+    looks like words.
+    """
+    kept = [p for p in pieces if not metadata_line(_line_of(text, p))]
     return kept or list(pieces)
+
+
+def _line_of(text: str, piece: Span) -> str:
+    """The line holding ``piece`` (the piece itself when it runs over a line break)."""
+    start, end = piece
+    if "\n" in text[start:end]:
+        return text[start:end]
+    return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]

@@ -65,7 +65,7 @@ def cite_units(hits: Sequence[Hit], indexes: Sequence[SearchIndex], rows: Sequen
     have = [i for i, t in enumerate(texts) if t is not None]
     found = best_units([(texts[i] or "", hits[i].spans, dict(hits[i].metadata), bridges(dict(hits[i].metadata)))
                         for i in have], query, vectors,
-                       stored=[indexes[i].stored_units(rows[i]) for i in have])
+                       stored=[indexes[i].stored_units(rows[i]) for i in have], ranks=have)
     unit = dict(zip(have, found))
     out = []
     for i, hit in enumerate(hits):

@@ -217,6 +217,7 @@ def best_units(
     lexical_weight: float | None = None,
     stored: Sequence[StoredUnits | None] | None = None,
     neighbour_ranks: int | None = None,
+    ranks: Sequence[int] | None = None,
 ) -> list[tuple[Unit, float]]:
     """For each candidate ``(canonical text, spans, metadata, bridge)``, in rank order: its
     evidence (best unit) and that unit's score.
@@ -230,7 +231,8 @@ def best_units(
     are those of the units' texts; other units of chunks with several are embedded
     through ``vectors``; a chunk of one unit is never embedded (its one unit wins).
 
-    The first ``neighbour_ranks`` candidates also cite adjacent units, one at a time up to
+    ``ranks[i]``: candidate ``i``'s rank among the hits (default: its position). The first ``neighbour_ranks``
+    candidates also cite adjacent units, one at a time up to
     ``settings.WIDEN_UNITS``, while the better neighbour scores within
     ``settings.NEIGHBOUR_MARGIN`` of the best (values chosen leave-one-corpus-out,
     ``eval/loco.py``; the figures below are the first, in-sample choice of one neighbour): an answer that
@@ -272,9 +274,11 @@ def best_units(
     if not query.empty and lexical_weight and bodies:
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies))
     out: list[tuple[Unit, float]] = []
-    top = float(sims.max()) if len(sims) else 0.0  # the best unit of any candidate: how sure a tail hit must be
+    scored = np.repeat(np.array([cu.embedded for cu in units], bool), [len(cu.pieces) for cu in units])
+    top = float(sims[scored].max()) if scored.any() else 0.0  # the best scored unit of any hit (see TAIL_MARGIN)
     at = 0
-    for rank, ((text, spans, _, bridge), cu) in enumerate(zip(candidates, units)):
+    for index, ((text, spans, _, bridge), cu) in enumerate(zip(candidates, units)):
+        rank = ranks[index] if ranks is not None else index
         if not cu.pieces:
             out.append(((), -1.0))
             continue
@@ -286,8 +290,8 @@ def best_units(
         bridge = bridge and settings.BRIDGE_TURNS
         if settings.SKIP_METADATA:
             kept = citable(text, pieces)
-            if (rank >= neighbour_ranks and settings.TAIL_SENTENCES and len(kept) > settings.TAIL_SENTENCES
-                    and part[i] < top - settings.TAIL_MARGIN):
+            if (rank >= neighbour_ranks and cu.embedded and settings.TAIL_SENTENCES
+                    and len(kept) > settings.TAIL_SENTENCES and part[i] < top - settings.TAIL_MARGIN):
                 kept = _best_sentences(text, kept, query, settings.TAIL_SENTENCES)
             if settings.SENTENCE_REACH and cu.embedded:
                 kept = complete_sentences(text, kept, spans, settings.SENTENCE_REACH)
@@ -326,7 +330,8 @@ def complete_sentences(text: str, pieces: Sequence[Span], spans: Sequence[Span],
 
 def _best_sentences(text: str, pieces: list[Span], query: AnalyzedQuery, n: int) -> list[Span]:
     """The ``n`` consecutive sentence pieces of a lower hit's unit holding most of the query's words
-    (:func:`lexical_shares`; the first ones when none holds any).
+    (:func:`lexical_shares`; the first ones when none holds any: citing the whole unit then scored lower
+    IoU at the same recall, ``eval/loco.py --pooled``).
 
     A hit below the top ones rarely holds the answer, yet it cited a whole unit: a third of what a
     top-5 answer cites. Lexical, not cosine: a query embeds only itself (see the module docstring).

@@ -16,6 +16,7 @@ the document is kept.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import zipfile
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from codex_pipeline.sources.pdf_layout import layout
 from codex_pipeline.sources.pdf_text import OCR_MISSING, PdfLimits, PdfProblem, open_pdf
 
 DATASET = "documents"
+_log = logging.getLogger(__name__)
 MARKDOWN_SUFFIXES = {".md", ".mdx", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 _HTML_START = re.compile(r"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S)
@@ -82,8 +84,8 @@ def pdf_document(path: Path, rel: str, rejects: list[Reject], limits: PdfLimits 
             rejects.extend(Reject(rel, p.problem or "", record_ref=f"page {p.number}") for p in problems)
             rejects.append(Reject(rel, f"empty document: none of its {len(pages)} pages holds text"))
         return None
-    rejects.extend(Reject(rel, p.problem or "", record_ref=f"page {p.number}") for p in problems)
     lay = layout(pages, pdf.outline)
+    rejects.extend(Reject(rel, p.problem or "", record_ref=f"page {p.number}") for p in problems)
     ocr = {p.number: p.ocr_confidence for p in pages if p.ocr_confidence is not None}
     payload: dict[str, Any] = {
         "format": "pdf", "path": rel, "pages": len(pages), "headings": lay.headings,
@@ -143,15 +145,27 @@ def _stem(rel: str) -> str:
 def iter_documents_day(day_dir: Path, rejects: list[Reject], limits: PdfLimits = DEFAULT_PDF_LIMITS) -> Iterator[SourceDocument]:
     """Yield each landing file of the day as a document, routed by content; others are rejected."""
     for path in landing_files(day_dir):
-        rel = path.relative_to(day_dir).as_posix()
-        try:
-            doc = _read(path, day_dir, rel, rejects, limits)
-        except Exception as exc:  # noqa: BLE001 - one file a library chokes on must not sink the day
-            rejects.append(Reject(rel, f"reader failed: {type(exc).__name__}: {exc} (the other files are read; "
-                                       "report this file: the reader should name what is wrong with it)"))
-            continue
+        doc = read_file(path, day_dir, rejects, limits)
         if doc is not None:
             yield doc
+
+
+def read_file(path: Path, day_dir: Path, rejects: list[Reject], limits: PdfLimits = DEFAULT_PDF_LIMITS
+              ) -> SourceDocument | None:
+    """One landing file as a document, or None with its rejects added; never raises for what the file holds.
+
+    An exception a library raises on a file (not one of the problems the readers name) becomes a
+    ``reader failed`` reject of that file, logged with its traceback: one file must not sink the
+    day. A reader bug that failed every file still blocks the partition (no document passed).
+    """
+    rel = path.relative_to(day_dir).as_posix()
+    try:
+        return _read(path, day_dir, rel, rejects, limits)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        _log.warning("reader failed on %s", rel, exc_info=True)
+        rejects.append(Reject(rel, f"reader failed: {type(exc).__name__}: {exc} (the other files are read; "
+                                   "report this file: the reader should name what is wrong with it)"))
+        return None
 
 
 def _read(path: Path, day_dir: Path, rel: str, rejects: list[Reject], limits: PdfLimits) -> SourceDocument | None:

@@ -29,10 +29,6 @@ from codex_pipeline.sources.pdf_text import Line
 
 MIN_CONFIDENCE = 50.0
 TIMEOUT_S = 180
-MAX_PIXELS = 40_000_000
-"""A page that would render larger at the settings' DPI (a poster, a drawing: an 8,400-point square page is 2.2
-billion pixels at 400 dpi) is rendered at the DPI that makes it this size, so memory and tesseract's time stay
-bounded; type on a page that large is large. Engineering bound: a tabloid page at 400 dpi is 30 million pixels."""
 _ALNUM = re.compile(r"[^\W_]")
 
 
@@ -46,16 +42,18 @@ class OcrSettings:
     fallback_psm: int | None = None  # re-read with this --psm when the page's confidence is under MIN_CONFIDENCE
     noise_confidence: float = 0.0  # drop words with no letter or digit read under this confidence
     columns_psm: int | None = None  # re-read with this --psm a page the first reading finds set in columns
+    max_pixels: int | None = None  # a page larger at ``dpi`` renders at the DPI that makes it this many pixels
 
     @property
     def tag(self) -> str:
         fallback = f"-fb{self.fallback_psm}" if self.fallback_psm is not None else ""
         noise = f"-noise{self.noise_confidence:g}" if self.noise_confidence else ""
         columns = f"-cols{self.columns_psm}" if self.columns_psm is not None else ""
-        return f"{self.dpi}dpi-psm{self.psm}{'-otsu' if self.binarize else ''}{fallback}{noise}{columns}"
+        cap = f"-max{self.max_pixels / 1e6:g}mp" if self.max_pixels else ""
+        return f"{self.dpi}dpi-psm{self.psm}{'-otsu' if self.binarize else ''}{fallback}{noise}{columns}{cap}"
 
 
-SETTINGS = OcrSettings(dpi=400, psm=6, fallback_psm=3, noise_confidence=80, columns_psm=3)
+SETTINGS = OcrSettings(dpi=400, psm=6, fallback_psm=3, noise_confidence=80, columns_psm=3, max_pixels=40_000_000)
 """Chosen by leave-one-document-out over the four Rivergrove scans (``bench/bench_ocr.py``): picked on
 three documents by the error on the transcribed text, 400 dpi / ``--psm 6`` won every fold. A page
 that is not one block of text reads badly as one (page 2 of Resolution 22: confidence 45, so a
@@ -66,7 +64,9 @@ reject), so a page under :data:`MIN_CONFIDENCE` is read again with automatic seg
 rate: 80 or "all" in every fold; ``docs/datasets/documents.md``). A page set in columns reads across them as one
 block, so a page whose one-block reading runs across a gutter, and which ``--psm 3`` also finds in columns, keeps
 the ``--psm 3`` reading (:mod:`~codex_pipeline.sources.ocr_layout`; a rule, not tuned: the dev scans hold no page
-in columns)."""
+in columns). A page that would render to over 40 million pixels at 400 dpi (a poster, a drawing: an 8,400-point
+square page is 2.2 billion) renders at the DPI that makes it that size, so memory and tesseract's time stay bounded;
+type on a page that large is large (an engineering bound: a tabloid page at 400 dpi is 30 million pixels)."""
 DPI = SETTINGS.dpi
 ENGINE = f"tesseract5-{SETTINGS.tag}"
 """The OCR engine and its settings: part of the documents ``source_version``, so a change re-ingests."""
@@ -129,11 +129,11 @@ def ocr_page(page: Any, height_pt: float, lang: str = "eng", settings: OcrSettin
 
 
 def for_page_size(width_pt: float, height_pt: float, settings: OcrSettings = SETTINGS) -> OcrSettings:
-    """``settings`` at a DPI low enough that the page renders to at most :data:`MAX_PIXELS`."""
+    """``settings`` at a DPI low enough that the page renders to at most ``settings.max_pixels``."""
     pixels = (width_pt * settings.dpi / 72) * (height_pt * settings.dpi / 72)
-    if pixels <= MAX_PIXELS:
+    if not settings.max_pixels or pixels <= settings.max_pixels:
         return settings
-    return dataclasses.replace(settings, dpi=max(1, int(settings.dpi * math.sqrt(MAX_PIXELS / pixels))))
+    return dataclasses.replace(settings, dpi=max(1, int(settings.dpi * math.sqrt(settings.max_pixels / pixels))))
 
 
 def ocr_pgm(pgm: bytes, height_pt: float, lang: str = "eng", settings: OcrSettings = SETTINGS,

@@ -102,8 +102,6 @@ class PdfFile:
                 continue
             try:
                 got = read_page(page, i + 1, self.limits)
-            except pdfium.PdfiumError:
-                got = PdfPage(i + 1, 0.0, 0.0, problem=f"page {i + 1} {DAMAGED_PAGE}")
             finally:
                 page.close()
             yield got
@@ -164,9 +162,15 @@ def _outline(doc: Any, n: int) -> list[OutlineItem]:
 
 def read_page(page: Any, number: int, limits: PdfLimits) -> PdfPage:
     """The page's lines in pdfium's reading order, or the reason it has none."""
+    import pypdfium2 as pdfium
+
     width, height = page.get_size()
     out = PdfPage(number, width, height)
-    tp = page.get_textpage()
+    try:
+        tp = page.get_textpage()
+    except pdfium.PdfiumError:
+        out.problem = f"page {number} {DAMAGED_PAGE}"
+        return out
     try:
         n = tp.count_chars()
         if n > limits.max_page_chars:
@@ -221,13 +225,15 @@ def _ocr(page: Any, out: PdfPage, limits: PdfLimits) -> None:
 
 def _ocr_reading(page: Any, out: PdfPage) -> bool | str:
     """Fill ``out``'s lines from tesseract (True), or the reject reason's tail when it cannot read the page."""
+    import pypdfium2 as pdfium
+
     from codex_pipeline.sources.pdf_ocr import MIN_CONFIDENCE, OcrError, engine_version, ocr_page
 
     if engine_version() is None:
         return NO_TEXT_LAYER
     try:
         got = ocr_page(page, out.height)
-    except OcrError as exc:
+    except (OcrError, pdfium.PdfiumError) as exc:  # pdfium: the page could not be rendered for OCR
         return f"has no text layer and OCR failed: {exc}"
     if not got.lines or got.confidence < MIN_CONFIDENCE:
         return (f"has no text layer and OCR could not read it (mean word confidence "

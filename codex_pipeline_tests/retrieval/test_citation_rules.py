@@ -93,6 +93,17 @@ def test_an_email_hit_cites_the_reply_not_its_header_or_the_quote_placeholder() 
     ]
 
 
+def test_a_sentence_piece_of_a_header_line_is_never_cited() -> None:
+    # a sentence splitter cuts the header after the initials; the name part alone looks like words
+    text = "Message 30 (reply to message 28)\nFrom: M.-A. Lemburg <mal@egenix.com>\nI do not understand the fuss."
+    start = text.index("From:")
+    cut = text.index("Lemburg")
+    end = text.index(">") + 1
+    body = (text.index("I do"), len(text))
+    assert citable(text, [(start, cut - 1), (cut, end), body]) == [body]
+    assert citable(text, [body]) == [body]
+
+
 def test_citable_keeps_everything_when_every_piece_is_metadata() -> None:
     text = "From: a@b.c\nDate: today"
     pieces = [(0, 11), (12, len(text))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -10,11 +11,9 @@ import pypdfium2 as pdfium
 import pytest
 
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.sources import pdf_ocr
 from codex_pipeline.sources.ocr_layout import tsv_words
 from codex_pipeline.sources.pdf_ocr import (
     ENGINE,
-    MAX_PIXELS,
     SETTINGS,
     OcrSettings,
     _lines,
@@ -105,32 +104,31 @@ def test_specks_read_as_punctuation_are_dropped_unless_read_confidently() -> Non
     assert _lines(tsv_words(tsv), 792, 72).lines[0].text == "| Parks & — A-1"
 
 
-@pytest.mark.skipif(not TESSERACT or not OCR_LAYER.is_file(), reason="shared corpora not present, or no tesseract-ocr")
 def test_a_page_too_large_to_render_at_the_settings_dpi_is_rendered_smaller() -> None:
     assert for_page_size(612, 792) == SETTINGS  # a Letter page: 15 million pixels at 400 dpi
     assert for_page_size(792, 1224) == SETTINGS  # tabloid: 30 million
     for w, h in ((8400, 8400), (1800, 3600), (14400, 100)):  # a drawing, a poster, a strip
         got = for_page_size(w, h)
         assert got.dpi < SETTINGS.dpi and got.psm == SETTINGS.psm
-        assert (w * got.dpi / 72) * (h * got.dpi / 72) <= MAX_PIXELS < (w * (got.dpi + 1) / 72) * (h * (got.dpi + 1) / 72)
+        assert (w * got.dpi / 72) * (h * got.dpi / 72) <= SETTINGS.max_pixels < (w * (got.dpi + 1) / 72) * (h * (got.dpi + 1) / 72)
     poster = make_pdf([IMAGE]).replace(b"/MediaBox [0 0 612 792]", b"/MediaBox [0 0 8400 8400]")
     pdf = pdfium.PdfDocument(poster)
     page = pdf[0]
     pgm = render_pgm(page, for_page_size(*page.get_size()))
     w, h = (int(v) for v in pgm.split(b"\n", 3)[1].split())
-    assert w * h <= MAX_PIXELS  # 2.2 billion pixels at 400 dpi
+    assert w * h <= SETTINGS.max_pixels  # 2.2 billion pixels at 400 dpi
     page.close()
     pdf.close()
 
 
 @pytest.mark.skipif(not TESSERACT or not SCAN.is_file(), reason="shared corpora not present, or no tesseract-ocr")
-def test_a_page_rendered_smaller_keeps_its_boxes_in_pdf_points(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pdf_ocr, "MAX_PIXELS", 4_000_000)  # the Letter-size scan now renders at about 210 dpi
+def test_a_page_rendered_smaller_keeps_its_boxes_in_pdf_points() -> None:
+    small = dataclasses.replace(SETTINGS, max_pixels=4_000_000)  # the Letter-size scan renders at about 210 dpi
     pdf = pdfium.PdfDocument(SCAN)
     page = pdf[0]
     w, h = page.get_size()
-    assert for_page_size(w, h).dpi < 250
-    got = ocr_page(page, h)
+    assert for_page_size(w, h, small).dpi < 250
+    got = ocr_page(page, h, settings=small)
     assert all(0 <= ln.x0 < ln.x1 <= w + 1 and 0 <= ln.y0 < ln.y1 <= h + 1 for ln in got.lines)
     assert max(ln.x1 for ln in got.lines) > w / 2
     assert "park advisory council" in " ".join(ln.text for ln in got.lines).lower()
@@ -138,6 +136,7 @@ def test_a_page_rendered_smaller_keeps_its_boxes_in_pdf_points(monkeypatch: pyte
     pdf.close()
 
 
+@pytest.mark.skipif(not TESSERACT or not OCR_LAYER.is_file(), reason="shared corpora not present, or no tesseract-ocr")
 def test_a_scans_invisible_ocr_layer_is_read_again_by_tesseract() -> None:
     pdf = pdfium.PdfDocument(OCR_LAYER)
     page = pdf[0]
