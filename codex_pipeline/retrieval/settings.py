@@ -89,12 +89,13 @@ TAIL_SENTENCES = 1
 """Hits ranked below :data:`NEIGHBOUR_RANKS` cite only this many consecutive sentences of their best unit, the
 best-scoring run (0: the whole unit), unless their best unit scores within :data:`TAIL_MARGIN` of the best unit
 of all hits; :data:`SENTENCE_REACH` then grows the sentence whole. A lower hit rarely holds the answer yet cited
-a whole unit: a third of what a top-5 answer cited. LOCO (grid ``tail``: 0/1/2 sentences x margins 0-0.2 x ranks
+a whole unit: a third of what a top-5 answer cited. Only chunks of several units are cut (a one-unit chunk has
+no unit score to compare and is short already). LOCO (grid ``tail``: 0/1/2 sentences x margins 0-0.2 x ranks
 2/3), session 6: one index per set, 1 / 0.0 / ranks 2 on all 8 folds (pooled over the folds, recall / IoU / hit@5
-91.7 / 6.4 / 94.2 -> 90.6 / 9.3 / 93.3); sets sharing an index as the held-out pools do (``--pooled``), 1 / 0.0 /
-ranks 3 on 7 of 8 folds, adopted (figures in eval/README.md). Sentences are chosen by the query's words
-(:func:`~codex_pipeline.retrieval.units.lexical_shares`), not by cosine: a query embeds only itself (cosine of
-query-time sentence vectors scored no better: 90.8 / 9.1)."""
+91.7 / 6.4 / 94.2 -> 91.3 / 8.5 / 93.8); sets sharing an index as the held-out pools do (``--pooled``), 1 / 0.0 /
+ranks 3 on 7 of 8 folds, adopted: 91.6 / 6.1 / 93.5 -> 91.7 / 6.9 / 93.8 (eval/README.md). Sentences are chosen
+by the query's words (:func:`~codex_pipeline.retrieval.units.lexical_shares`), not by cosine: a query embeds only
+itself (cosine of query-time sentence vectors scored no better)."""
 
 TAIL_MARGIN = 0.0
 """See :data:`TAIL_SENTENCES` (0.0: only the hit holding the best unit of all cites it whole wherever it
