@@ -52,4 +52,5 @@ def _line_of(text: str, piece: Span) -> str:
     start, end = piece
     if "\n" in text[start:end]:
         return text[start:end]
-    return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]
+    line_end = text.find("\n", end)
+    return text[text.rfind("\n", 0, start) + 1 : line_end if line_end != -1 else len(text)]

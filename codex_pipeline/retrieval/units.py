@@ -7,8 +7,9 @@ embedded as its sentences' text with its context prefix (see :func:`chunk_units`
 :func:`context_prefix`; never the markup between them) and scored by cosine with the
 query plus :data:`LEXICAL_WEIGHT` times the IDF-weighted share of the query's words it
 holds (:func:`lexical_shares`); the hit's ``evidence`` is its best unit's spans (for
-the top hits, widened by adjacent units that score almost as well and grown to whole
-sentences; metadata lines never cited, see :mod:`~codex_pipeline.retrieval.citation`);
+the top hits, widened by adjacent units that score almost as well; for the lower ones, the
+sentence of it holding most of the query's words; grown to whole sentences; metadata lines
+never cited, see :mod:`~codex_pipeline.retrieval.citation`);
 ``spans``, the parent and the context stay the chunk's. The ranking itself is the
 chunk ranking, unchanged (a re-ranking by unit score moved exact permit-number
 matches down).
@@ -331,7 +332,7 @@ def complete_sentences(text: str, pieces: Sequence[Span], spans: Sequence[Span],
 def _best_sentences(text: str, pieces: list[Span], query: AnalyzedQuery, n: int) -> list[Span]:
     """The ``n`` consecutive sentence pieces of a lower hit's unit holding most of the query's words
     (:func:`lexical_shares`; the first ones when none holds any: citing the whole unit then scored lower
-    IoU at the same recall, ``eval/loco.py --pooled``).
+    IoU at the same recall in pooled-index LOCO, docs/history.md).
 
     A hit below the top ones rarely holds the answer, yet it cited a whole unit: a third of what a
     top-5 answer cites. Lexical, not cosine: a query embeds only itself (see the module docstring).
