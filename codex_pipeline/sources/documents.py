@@ -15,6 +15,7 @@ the document is kept.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import logging
 import re
@@ -42,12 +43,14 @@ _PARAGRAPH = re.compile(r"\S(?:.*\S)?(?:\n[ \t]*\S.*)*", re.M)  # lines up to a 
 
 
 def sniff(path: Path) -> str:
-    """``pdf`` | ``docx`` | ``zip`` | ``text`` from the file's first bytes."""
+    """``pdf`` | ``docx`` | ``zip`` | ``gzip`` | ``text`` from the file's first bytes."""
     with path.open("rb") as f:
         head = f.read(1024)
     at = head.find(b"%PDF-")
     if at == 0 or at > 0 and (b"\x00" in head[:at] or not _utf8(head[:at])):  # junk before the header: binary only
         return "pdf"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
     if head.startswith(b"PK\x03\x04"):
         try:
             with zipfile.ZipFile(path) as z:
@@ -55,6 +58,37 @@ def sniff(path: Path) -> str:
         except zipfile.BadZipFile:
             return "zip"
     return "text"
+
+
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_WINDOWS_1252 = {"latin_1", "iso8859-1", "ascii"}  # labels the WHATWG Encoding Standard reads as windows-1252
+
+
+def html_in_declared_charset(path: Path, rel: str) -> tuple[str, str] | Reject | None:
+    """An HTML file that is not UTF-8, decoded by the charset its ``<meta>`` declares, and the codec (None: it
+    declares none).
+
+    Older pages and exports are often ISO-8859-1 or windows-1252 and say so in their head; browsers
+    read them by that declaration (the Encoding Standard: ISO-8859-1 and ASCII labels mean
+    windows-1252), so a user expects them read, not rejected. Plain text and Markdown declare nothing
+    and stay strict UTF-8. The canonical text is the decoded text; ``payload.encoding`` names the codec.
+    """
+    data = path.read_bytes()
+    head = data[:4096]
+    found = _META_CHARSET.search(head)
+    if found is None or not _HTML_START.match(head.decode("latin-1")) and path.suffix.lower() not in HTML_SUFFIXES:
+        return None
+    try:
+        codec = codecs.lookup(found.group(1).decode("ascii")).name
+    except LookupError:
+        return Reject(rel, f"HTML declares charset {found.group(1).decode('ascii', 'replace')!r}, which Python does not "
+                           "know; re-save the file as UTF-8")
+    codec = "cp1252" if codec in _WINDOWS_1252 else codec
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        return Reject(rel, f"HTML declares charset {codec} but byte {exc.start} is not {codec}; re-save the file as UTF-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n"), codec
 
 
 def _utf8(data: bytes) -> bool:
@@ -182,9 +216,20 @@ def _read(path: Path, day_dir: Path, rel: str, rejects: list[Reject], limits: Pd
         got = docx_document(path, rel)
     elif kind == "zip":
         got = Reject(rel, "a zip archive that is not a DOCX (no word/document.xml): unzip it into the landing folder")
+    elif kind == "gzip":
+        got = Reject(rel, "a gzip-compressed file: decompress it (gunzip) into the landing folder")
     else:
         text = read_text(path, day_dir)
+        encoding = None
+        if isinstance(text, Reject) and text.reason.startswith("invalid UTF-8"):
+            declared = html_in_declared_charset(path, rel)
+            if isinstance(declared, tuple):
+                text, encoding = declared
+            elif declared is not None:
+                text = declared
         got = text if isinstance(text, Reject) else text_document(rel, text, text_format(path, text))
+        if encoding and isinstance(got, SourceDocument):
+            got = dataclasses.replace(got, payload={**(got.payload or {}), "encoding": encoding})
     if isinstance(got, Reject):
         rejects.append(got)
         return None

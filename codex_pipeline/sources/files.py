@@ -134,7 +134,7 @@ def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
         bad = data[exc.start : exc.start + 8]
         return Reject(
             rel,
-            f"invalid UTF-8 at byte {exc.start}: {exc.reason} ({bad!r})",
+            f"invalid UTF-8 at byte {exc.start}: {exc.reason} ({bad!r}); re-save the file as UTF-8",
             excerpt=data[max(0, exc.start - 40) : exc.start].decode("utf-8", "replace"),
         )
     if "\x00" in text:  # valid UTF-8, but no text file holds NULs: UTF-16/32 without a byte-order mark

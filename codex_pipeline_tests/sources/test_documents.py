@@ -79,3 +79,27 @@ def test_corrupt_docx_is_a_named_reject(tmp_path: Path) -> None:
     rejects: list[Reject] = []
     assert list(iter_documents_day(day, rejects)) == []
     assert [r.source_file for r in rejects] == ["broken.docx"] and rejects[0].reason.startswith("corrupt DOCX")
+
+
+def test_html_in_a_declared_legacy_charset_is_read_and_undeclared_bytes_stay_a_named_reject(tmp_path: Path) -> None:
+    import gzip
+
+    day = _day(tmp_path)
+    head = '<html><head><meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1"></head>'
+    (day / "news.html").write_bytes((head + "<body><p>Thanks to J\xe9r\xf4me \u2013 \xa9 2004</p></body></html>")
+                                   .encode("cp1252"))
+    (day / "bare.html").write_bytes(b"<html><body><p>Caf\xe9</p></body></html>")  # no declaration: not guessed
+    (day / "notes.txt").write_bytes("Caf\xe9\n".encode("latin-1"))
+    (day / "odd.html").write_bytes(b'<html><head><meta charset="x-no-such-codec"></head><body>\xe9</body></html>')
+    (day / "changelog.html.gz").write_bytes(gzip.compress(b"<html><body>old</body></html>"))
+    rejects: list[Reject] = []
+    docs = {d.record_id: d for d in iter_documents_day(day, rejects)}
+    news = docs["news.html"]
+    assert "Thanks to J\xe9r\xf4me \u2013 \xa9 2004" in news.text  # 0x96 is an en dash in windows-1252
+    assert news.payload["encoding"] == "cp1252" and news.payload["format"] == "html"
+    reasons = {r.source_file: r.reason for r in rejects}
+    assert set(reasons) == {"bare.html", "notes.txt", "odd.html", "changelog.html.gz"}
+    assert reasons["bare.html"].startswith("invalid UTF-8 at byte 18") and reasons["bare.html"].endswith("as UTF-8")
+    assert reasons["notes.txt"].startswith("invalid UTF-8 at byte 3")
+    assert "x-no-such-codec" in reasons["odd.html"]
+    assert reasons["changelog.html.gz"] == "a gzip-compressed file: decompress it (gunzip) into the landing folder"
