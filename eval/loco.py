@@ -144,20 +144,27 @@ def load(name: str, work: Path, corpus: Path, embedder: Any, pooled: bool = Fals
     ``WORK/pool-<pool>`` (:data:`POOLS`: built by ``codex eval`` on the pool's gold with ``--work-dir``)."""
     pool = next((p for p, members in POOLS.items() if name in members), None) if pooled else None
     members = POOLS[pool] if pool else [name]
-    parts = [CorpusPart.parse(p) for m in members for p in SETS[m]]
-    wh = Warehouse(work / (f"pool-{pool}" if pool else name))
-    maps = source_maps(wh, parts, corpus, partitions_start(os.environ))
-    retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder, rebuild=False)
-    cache: dict[str, Any] = {}
-    embed_query = retriever._query_vector
+    root = work / (f"pool-{pool}" if pool else name)
+    if root not in _OPEN:  # the sets of one pool share its index
+        parts = [CorpusPart.parse(p) for m in members for p in SETS[m]]
+        wh = Warehouse(root)
+        maps = source_maps(wh, parts, corpus, partitions_start(os.environ))
+        retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder, rebuild=False)
+        cache: dict[str, Any] = {}
+        embed_query = retriever._query_vector
 
-    def cached(query: str, names: Sequence[str]) -> Any:  # one embedding per question for the whole grid
-        if query not in cache:
-            cache[query] = embed_query(query, names)
-        return cache[query]
+        def cached(query: str, names: Sequence[str]) -> Any:  # one embedding per question for the whole grid
+            if query not in cache:
+                cache[query] = embed_query(query, names)
+            return cache[query]
 
-    retriever._query_vector = cached  # type: ignore[method-assign]
+        retriever._query_vector = cached  # type: ignore[method-assign]
+        _OPEN[root] = (retriever, maps)
+    retriever, maps = _OPEN[root]
     return Loaded(name, retriever, load_gold(HERE / f"{name}.gold.jsonl", corpus), maps)
+
+
+_OPEN: dict[Path, tuple[Retriever, dict[str, Any]]] = {}
 
 
 def run(s: Loaded, k: int) -> Result:
