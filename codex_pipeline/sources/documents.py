@@ -15,7 +15,6 @@ the document is kept.
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 import logging
 import re
@@ -26,7 +25,7 @@ from typing import Any
 
 from codex_pipeline.core.documents import Block, LoadResult, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
-from codex_pipeline.sources.files import landing_files, read_text
+from codex_pipeline.sources.files import html_in_declared_charset, landing_files, read_text
 from codex_pipeline.sources.html_text import html_to_text
 from codex_pipeline.sources.markdown import markdown_document
 from codex_pipeline.sources.pdf_layout import layout
@@ -60,35 +59,11 @@ def sniff(path: Path) -> str:
     return "text"
 
 
-_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_WINDOWS_1252 = {"latin_1", "iso8859-1", "ascii"}  # labels the WHATWG Encoding Standard reads as windows-1252
-
-
-def html_in_declared_charset(path: Path, rel: str) -> tuple[str, str] | Reject | None:
-    """An HTML file that is not UTF-8, decoded by the charset its ``<meta>`` declares, and the codec (None: it
-    declares none).
-
-    Older pages and exports are often ISO-8859-1 or windows-1252 and say so in their head; browsers
-    read them by that declaration (the Encoding Standard: ISO-8859-1 and ASCII labels mean
-    windows-1252), so a user expects them read, not rejected. Plain text and Markdown declare nothing
-    and stay strict UTF-8. The canonical text is the decoded text; ``payload.encoding`` names the codec.
-    """
-    data = path.read_bytes()
-    head = data[:4096]
-    found = _META_CHARSET.search(head)
-    if found is None or not _HTML_START.match(head.decode("latin-1")) and path.suffix.lower() not in HTML_SUFFIXES:
-        return None
-    try:
-        codec = codecs.lookup(found.group(1).decode("ascii")).name
-    except LookupError:
-        return Reject(rel, f"HTML declares charset {found.group(1).decode('ascii', 'replace')!r}, which Python does not "
-                           "know; re-save the file as UTF-8")
-    codec = "cp1252" if codec in _WINDOWS_1252 else codec
-    try:
-        text = data.decode(codec)
-    except UnicodeDecodeError as exc:
-        return Reject(rel, f"HTML declares charset {codec} but byte {exc.start} is not {codec}; re-save the file as UTF-8")
-    return text.replace("\r\n", "\n").replace("\r", "\n"), codec
+def _looks_html(path: Path) -> bool:
+    if path.suffix.lower() in HTML_SUFFIXES:
+        return True
+    with path.open("rb") as f:
+        return _HTML_START.match(f.read(4096).decode("latin-1")) is not None
 
 
 def _utf8(data: bytes) -> bool:
@@ -221,7 +196,7 @@ def _read(path: Path, day_dir: Path, rel: str, rejects: list[Reject], limits: Pd
     else:
         text = read_text(path, day_dir)
         encoding = None
-        if isinstance(text, Reject) and text.reason.startswith("invalid UTF-8"):
+        if isinstance(text, Reject) and text.reason.startswith("invalid UTF-8") and _looks_html(path):
             declared = html_in_declared_charset(path, rel)
             if isinstance(declared, tuple):
                 text, encoding = declared

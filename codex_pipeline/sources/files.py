@@ -12,6 +12,7 @@ deployment's ``CODEX_FOLLOW_LANDING_LINKS``).
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import re
@@ -161,12 +162,13 @@ def _nul_encoding(data: bytes) -> str:
 
 
 def text_files(
-    day_dir: Path, suffixes: Collection[str], wanted: str, rejects: list[Reject]
+    day_dir: Path, suffixes: Collection[str], wanted: str, rejects: list[Reject], html_suffixes: Collection[str] = ()
 ) -> Iterator[tuple[Path, str, str]]:
     """``(path, relative path, canonical text)`` of each readable file with one of ``suffixes``.
 
     Files of another type and files that cannot be read exactly are appended to
-    ``rejects`` (``wanted`` names what the dataset takes, for the reason).
+    ``rejects`` (``wanted`` names what the dataset takes, for the reason). A file with one of
+    ``html_suffixes`` that is not UTF-8 is read in the charset it declares (:func:`html_in_declared_charset`).
     """
     for path in landing_files(day_dir):
         rel = path.relative_to(day_dir).as_posix()
@@ -174,8 +176,42 @@ def text_files(
         if suffix not in suffixes:
             rejects.append(Reject(rel, f"unsupported file type {suffix or '(none)'!r}: {wanted}"))
             continue
-        text = read_text(path, day_dir)
+        text: str | Reject = read_text(path, day_dir)
+        if isinstance(text, Reject) and suffix in html_suffixes and text.reason.startswith("invalid UTF-8"):
+            declared = html_in_declared_charset(path, rel)
+            text = declared[0] if isinstance(declared, tuple) else declared or text
         if isinstance(text, Reject):
             rejects.append(text)
             continue
         yield path, rel, text
+
+
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_WINDOWS_1252 = {"latin_1", "iso8859-1", "ascii"}  # labels the WHATWG Encoding Standard reads as windows-1252
+
+
+def html_in_declared_charset(path: Path, rel: str) -> tuple[str, str] | Reject | None:
+    """An HTML file (the caller knows it is one) that is not UTF-8, decoded by the charset its ``<meta>``
+    declares, and the codec (None: it declares none).
+
+    Older pages and exports are often ISO-8859-1 or windows-1252 and say so in their head; browsers
+    read them by that declaration (the Encoding Standard: ISO-8859-1 and ASCII labels mean
+    windows-1252), so a user expects them read, not rejected. Plain text and Markdown declare nothing
+    and stay strict UTF-8. The canonical text is the decoded text.
+    """
+    data = path.read_bytes()
+    head = data[:4096]
+    found = _META_CHARSET.search(head)
+    if found is None:
+        return None
+    try:
+        codec = codecs.lookup(found.group(1).decode("ascii")).name
+    except LookupError:
+        return Reject(rel, f"HTML declares charset {found.group(1).decode('ascii', 'replace')!r}, which Python does not "
+                           "know; re-save the file as UTF-8")
+    codec = "cp1252" if codec in _WINDOWS_1252 else codec
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        return Reject(rel, f"HTML declares charset {codec} but byte {exc.start} is not {codec}; re-save the file as UTF-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n"), codec

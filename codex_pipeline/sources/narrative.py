@@ -17,7 +17,8 @@ HTML_SUFFIXES = {".html", ".htm"}
 
 def iter_narrative_day(day_dir: Path, rejects: list[Reject]) -> Iterator[SourceDocument]:
     """Yield each ``.txt``/``.html`` file of one landing day as a document; other files are rejected."""
-    for path, rel, raw in text_files(day_dir, TEXT_SUFFIXES | HTML_SUFFIXES, "narrative takes .txt and .html", rejects):
+    for path, rel, raw in text_files(day_dir, TEXT_SUFFIXES | HTML_SUFFIXES, "narrative takes .txt and .html", rejects,
+                                     html_suffixes=HTML_SUFFIXES):
         suffix = path.suffix.lower()
         title, text = None, raw
         xpaths: tuple[tuple[int, str], ...] = ()

@@ -76,3 +76,14 @@ def test_chunk_xpaths_resolve_to_the_chunks_first_text(day: Path) -> None:
                 following = [o for o in offsets if o > start]
                 words = first_text(doc.text[start : following[0] if following else len(doc.text)])
                 assert any(w and w in t for w in words for t in own_texts(el)), (chunk.section_id, words)
+
+
+def test_a_scraped_page_in_its_declared_legacy_charset_is_read(tmp_path: Path) -> None:
+    page = ('<html><head><meta charset="iso-8859-1"><title>Caf\xe9 hours</title></head>'
+            "<body><p>The caf\xe9 opens at 7 \x96 closes at 3.</p></body></html>")
+    (tmp_path / "cafe.html").write_bytes(page.replace("\x96", "\u2013").encode("cp1252"))
+    (tmp_path / "latin1.txt").write_bytes("Caf\xe9 au lait".encode("latin-1"))  # text declares nothing: still a reject
+    result = load_narrative_day(tmp_path)
+    (doc,) = result.documents
+    assert doc.title == "Caf\xe9 hours" and "The caf\xe9 opens at 7 \u2013 closes at 3." in doc.text
+    assert [r.source_file for r in result.rejects] == ["latin1.txt"]
