@@ -147,13 +147,18 @@ def paired(a: Callable[[], object], b: Callable[[], object], reps: int) -> tuple
 
 def check(root: Path, files: list[Path], ocr: bool) -> None:
     docs, rejects, _ = step(files, root, ocr)
-    table = pipeline.chunk(get_dataset("documents"), DAY, docs).table
+    chunked = pipeline.chunk(get_dataset("documents"), DAY, docs)
+    table = chunked.table
     report = validate_chunks(table, {d.doc_id: d.text for d in docs})
     names = {f.relative_to(root).as_posix() for f in files}
+    unchunked = {r["source_file"]: r["reason"] for r in chunked.rejects.to_pylist()}
     done = {d.source_file for d in docs} | {r.source_file for r in rejects if r.record_ref is None}
-    print(f"PDFs {len(names)}: chunked {len(docs)}, rejected {len(names) - len(docs)}, neither: {sorted(names - done)}")
+    print(f"PDFs {len(names)}: chunked {len(docs) - len(unchunked)}, rejected {len(names) - len(docs) + len(unchunked)}, "
+          f"neither: {sorted(names - done)}")
     for r in rejects:
         print(f"  reject {r.source_file} {r.record_ref or ''}: {r.reason}")
+    for name, reason in unchunked.items():
+        print(f"  reject {name} (chunk stage): {reason}")
     print(f"contract: {'PASS' if report.passed else report.failed_checks} ({table.num_rows} chunks)")
     by_doc = {d.doc_id: d for d in docs}
     mismatches = checked = good = ocr_chunks = 0

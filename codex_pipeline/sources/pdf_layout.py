@@ -73,6 +73,8 @@ def running_lines(pages: Sequence[PdfPage]) -> list[set[int]]:
     for p, idx in zip(pages, edges):
         out.append({i for i in idx if seen[_key(p.lines[i].text)] >= need and len(texted) >= 2
                     or _PAGE_NUMBER.match(p.lines[i].text)})
+    if all(len(s) == len(p.lines) for s, p in zip(out, pages)):  # nothing else on any page: the lines are the text
+        return [set() for _ in pages]
     return out
 
 

@@ -146,6 +146,16 @@ def test_a_page_over_the_character_limit_is_rejected_and_the_others_kept(tmp_pat
     assert rejects[0].reason.endswith("characters, over the 100000-character page limit")
 
 
+def test_a_document_of_one_repeated_line_per_page_keeps_it_as_text(tmp_path: Path) -> None:
+    # a line at the top of every page is a running header, unless the pages hold nothing else
+    doc, rejects = _read(tmp_path, make_pdf([[(72, 740, 12, f"Potato {n}")] for n in range(4)]))
+    assert rejects == [] and doc is not None
+    assert [b.kind for b in doc.blocks if b.kind != "page"] and not any(b.kind == "running" for b in doc.blocks)
+    assert all(f"Potato {n}" in doc.text for n in range(4))
+    three = pdf_document(_write(tmp_path, "r.pdf", three_pages()), "r.pdf", [], LIMITS)
+    assert three is not None and any(b.kind == "running" for b in three.blocks)  # a report's header still is one
+
+
 def test_a_page_pdfium_cannot_load_is_a_named_reject_and_the_others_kept(tmp_path: Path) -> None:
     # the page tree counts four pages and holds three: pdfium opens the file and fails on page 4
     damaged = three_pages().replace(b"] /Count 3", b"] /Count 4", 1)
