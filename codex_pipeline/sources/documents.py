@@ -25,7 +25,7 @@ from typing import Any
 
 from codex_pipeline.core.documents import Block, LoadResult, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
-from codex_pipeline.sources.files import html_in_declared_charset, landing_files, read_text
+from codex_pipeline.sources.files import HTML_START, landing_files, read_text_encoded
 from codex_pipeline.sources.html_text import html_to_text
 from codex_pipeline.sources.markdown import markdown_document
 from codex_pipeline.sources.pdf_layout import layout
@@ -35,7 +35,6 @@ DATASET = "documents"
 _log = logging.getLogger(__name__)
 MARKDOWN_SUFFIXES = {".md", ".mdx", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
-_HTML_START = re.compile(r"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S)
 _MD_START = re.compile(r"^(?:---\n|\+\+\+\n|#{1,6} )")
 DEFAULT_PDF_LIMITS = PdfLimits()
 _PARAGRAPH = re.compile(r"\S(?:.*\S)?(?:\n[ \t]*\S.*)*", re.M)  # lines up to a blank line
@@ -57,13 +56,6 @@ def sniff(path: Path) -> str:
         except zipfile.BadZipFile:
             return "zip"
     return "text"
-
-
-def _looks_html(path: Path) -> bool:
-    if path.suffix.lower() in HTML_SUFFIXES:
-        return True
-    with path.open("rb") as f:
-        return _HTML_START.match(f.read(4096).decode("latin-1")) is not None
 
 
 def _utf8(data: bytes) -> bool:
@@ -140,7 +132,7 @@ def text_format(path: Path, text: str) -> str:
     suffix = path.suffix.lower()
     if suffix in MARKDOWN_SUFFIXES:
         return "markdown"
-    if suffix in HTML_SUFFIXES or _HTML_START.match(text[:4096]):
+    if suffix in HTML_SUFFIXES or HTML_START.match(text[:4096]):
         return "html"
     if suffix in {"", ".txt", ".text"} and _MD_START.match(text):
         return "markdown"
@@ -194,17 +186,10 @@ def _read(path: Path, day_dir: Path, rel: str, rejects: list[Reject], limits: Pd
     elif kind == "gzip":
         got = Reject(rel, "a gzip-compressed file: decompress it (gunzip) into the landing folder")
     else:
-        text = read_text(path, day_dir)
-        encoding = None
-        if isinstance(text, Reject) and text.reason.startswith("invalid UTF-8") and _looks_html(path):
-            declared = html_in_declared_charset(path, rel)
-            if isinstance(declared, tuple):
-                text, encoding = declared
-            elif declared is not None:
-                text = declared
-        got = text if isinstance(text, Reject) else text_document(rel, text, text_format(path, text))
-        if encoding and isinstance(got, SourceDocument):
-            got = dataclasses.replace(got, payload={**(got.payload or {}), "encoding": encoding})
+        read = read_text_encoded(path, day_dir, html=True if path.suffix.lower() in HTML_SUFFIXES else None)
+        got = read if isinstance(read, Reject) else text_document(rel, read[0], text_format(path, read[0]))
+        if isinstance(got, SourceDocument) and not isinstance(read, Reject) and read[1] != "utf-8":
+            got = dataclasses.replace(got, payload={**(got.payload or {}), "encoding": read[1]})
     if isinstance(got, Reject):
         rejects.append(got)
         return None

@@ -113,11 +113,26 @@ def landing_files(day_dir: Path) -> list[Path]:
     return [p for p in landing_entries(day_dir) if unusable(p, day_dir) is None]
 
 
-def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str | Reject:
+def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, html: bool | None = False) -> str | Reject:
     """Decode a landing file as strict UTF-8 with newlines normalized to ``\\n``.
 
     The returned string is the file's canonical text: offsets in chunk anchors index
     into it. Anything that cannot be read exactly is returned as a :class:`Reject`.
+    ``html`` (None: when the bytes open like an HTML page): a file that is not UTF-8 is
+    read in the charset its ``<meta>`` declares (:func:`read_text_encoded`).
+    """
+    got = read_text_encoded(path, day_dir, max_bytes, html=html)
+    return got if isinstance(got, Reject) else got[0]
+
+
+def read_text_encoded(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, html: bool | None = False
+                      ) -> tuple[str, str] | Reject:
+    """:func:`read_text` and the codec it decoded with (``utf-8`` unless an HTML page declared another).
+
+    Older pages and exports are often ISO-8859-1 or windows-1252 and say so in their head; browsers
+    read them by that declaration (the WHATWG Encoding Standard: ISO-8859-1 and ASCII labels mean
+    windows-1252), so a user expects them read, not rejected. Plain text and Markdown declare
+    nothing and stay strict UTF-8: undeclared bytes are never guessed.
     """
     rel = path.relative_to(day_dir).as_posix()
     try:
@@ -129,19 +144,45 @@ def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
         data = path.read_bytes()
     except OSError as exc:
         return Reject(rel, f"unreadable file: {exc.strerror or exc}")
+    codec = "utf-8"
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        bad = data[exc.start : exc.start + 8]
-        return Reject(
-            rel,
-            f"invalid UTF-8 at byte {exc.start}: {exc.reason} ({bad!r}); re-save the file as UTF-8",
-            excerpt=data[max(0, exc.start - 40) : exc.start].decode("utf-8", "replace"),
-        )
+        if html is None:
+            html = HTML_START.match(data[:4096].decode("latin-1")) is not None
+        declared = _declared_charset(data[:4096]) if html else None
+        if declared is None:
+            bad = data[exc.start : exc.start + 8]
+            return Reject(
+                rel,
+                f"invalid UTF-8 at byte {exc.start}: {exc.reason} ({bad!r}); re-save the file as UTF-8",
+                excerpt=data[max(0, exc.start - 40) : exc.start].decode("utf-8", "replace"),
+            )
+        try:
+            codec = codecs.lookup(declared).name
+        except LookupError:
+            return Reject(rel, f"HTML declares charset {declared!r}, which Python does not know; re-save the file as UTF-8")
+        codec = "cp1252" if codec in _WINDOWS_1252 else codec
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError as err:
+            return Reject(rel, f"HTML declares charset {codec} but byte {err.start} is not {codec}; "
+                               "re-save the file as UTF-8")
     if "\x00" in text:  # valid UTF-8, but no text file holds NULs: UTF-16/32 without a byte-order mark
         return Reject(rel, f"the file holds NUL bytes ({text.count(chr(0))} of {len(data)}): {_nul_encoding(data)}; "
                            "re-save it as UTF-8 (a byte-order mark alone also works)")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n"), codec
+
+
+HTML_START = re.compile(r"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S)
+"""How an HTML page opens, whatever its file name."""
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_WINDOWS_1252 = {"latin_1", "iso8859-1", "ascii"}  # labels the WHATWG Encoding Standard reads as windows-1252
+
+
+def _declared_charset(head: bytes) -> str | None:
+    found = _META_CHARSET.search(head)
+    return found.group(1).decode("ascii") if found else None
 
 
 def _nul_encoding(data: bytes) -> str:
@@ -168,7 +209,7 @@ def text_files(
 
     Files of another type and files that cannot be read exactly are appended to
     ``rejects`` (``wanted`` names what the dataset takes, for the reason). A file with one of
-    ``html_suffixes`` that is not UTF-8 is read in the charset it declares (:func:`html_in_declared_charset`).
+    ``html_suffixes`` that is not UTF-8 is read in the charset it declares (:func:`read_text_encoded`).
     """
     for path in landing_files(day_dir):
         rel = path.relative_to(day_dir).as_posix()
@@ -176,42 +217,8 @@ def text_files(
         if suffix not in suffixes:
             rejects.append(Reject(rel, f"unsupported file type {suffix or '(none)'!r}: {wanted}"))
             continue
-        text: str | Reject = read_text(path, day_dir)
-        if isinstance(text, Reject) and suffix in html_suffixes and text.reason.startswith("invalid UTF-8"):
-            declared = html_in_declared_charset(path, rel)
-            text = declared[0] if isinstance(declared, tuple) else declared or text
+        text = read_text(path, day_dir, html=suffix in html_suffixes)
         if isinstance(text, Reject):
             rejects.append(text)
             continue
         yield path, rel, text
-
-
-_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_WINDOWS_1252 = {"latin_1", "iso8859-1", "ascii"}  # labels the WHATWG Encoding Standard reads as windows-1252
-
-
-def html_in_declared_charset(path: Path, rel: str) -> tuple[str, str] | Reject | None:
-    """An HTML file (the caller knows it is one) that is not UTF-8, decoded by the charset its ``<meta>``
-    declares, and the codec (None: it declares none).
-
-    Older pages and exports are often ISO-8859-1 or windows-1252 and say so in their head; browsers
-    read them by that declaration (the Encoding Standard: ISO-8859-1 and ASCII labels mean
-    windows-1252), so a user expects them read, not rejected. Plain text and Markdown declare nothing
-    and stay strict UTF-8. The canonical text is the decoded text.
-    """
-    data = path.read_bytes()
-    head = data[:4096]
-    found = _META_CHARSET.search(head)
-    if found is None:
-        return None
-    try:
-        codec = codecs.lookup(found.group(1).decode("ascii")).name
-    except LookupError:
-        return Reject(rel, f"HTML declares charset {found.group(1).decode('ascii', 'replace')!r}, which Python does not "
-                           "know; re-save the file as UTF-8")
-    codec = "cp1252" if codec in _WINDOWS_1252 else codec
-    try:
-        text = data.decode(codec)
-    except UnicodeDecodeError as exc:
-        return Reject(rel, f"HTML declares charset {codec} but byte {exc.start} is not {codec}; re-save the file as UTF-8")
-    return text.replace("\r\n", "\n").replace("\r", "\n"), codec
