@@ -34,10 +34,11 @@ class CorpusPart:
 
     @classmethod
     def parse(cls, value: str) -> CorpusPart:
-        """``DATASET`` or ``DATASET=SUBDIR`` (a pooled corpus: one folder per dataset)."""
+        """``DATASET`` or ``DATASET=SUBDIR`` (a pooled corpus: one folder per dataset); ``.`` is the corpus folder."""
         name, _, sub = value.partition("=")
         get_dataset(name.strip())  # fails with the known names
-        return cls(name.strip(), Path(sub.strip()).as_posix() if sub.strip() else "")
+        folder = Path(sub.strip()).as_posix() if sub.strip() else ""
+        return cls(name.strip(), "" if folder == "." else folder)  # "./x.pdf" would match no gold source
 
 
 def included(rel: PurePosixPath, include: Sequence[str]) -> bool:

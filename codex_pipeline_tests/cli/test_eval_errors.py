@@ -139,6 +139,12 @@ def test_include_lands_only_the_matching_files(tmp_path: Path) -> None:
     _last_line_error(rc, out, err, "docs has no chunks", "--include")
 
 
+def test_dataset_folder_dot_is_the_corpus_itself() -> None:
+    """``--dataset documents=.`` once keyed every file ``./name`` and scored 0 on every question."""
+    assert CorpusPart.parse("documents=.") == CorpusPart("documents") == CorpusPart.parse("documents=./")
+    assert CorpusPart.parse("docs=./markdown/uv/").subdir == "markdown/uv"
+
+
 def test_propositions_check_and_pooled_groups() -> None:
     with pytest.raises(NothingToScore, match="use --units chunks"):
         check_propositions({"docs": 0, "email_threads": 12}, Path("/data"), reused=False)
