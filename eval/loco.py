@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import pickle
 import sys
@@ -106,6 +107,10 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
         "TAIL_SENTENCES": [0, 1, 2],
         "TAIL_MARGIN": [0.0, 0.05, 0.1, 0.2],
         "NEIGHBOUR_RANKS": [2, 3],
+    },
+    "widen-top": {
+        "WIDEN_TOP_MARGIN": [0.0, 0.05, 0.1, 0.2, 0.3, math.inf],
+        "NEIGHBOUR_RANKS": [2, 3, 4],
     },
     "tail-reach": {
         "TAIL_SENTENCES": [0, 1, 2],

@@ -233,7 +233,8 @@ def best_units(
     through ``vectors``; a chunk of one unit is never embedded (its one unit wins).
 
     ``ranks[i]``: candidate ``i``'s rank among the hits (default: its position). The first ``neighbour_ranks``
-    candidates also cite adjacent units, one at a time up to
+    candidates (past the first, only those whose best unit is within ``settings.WIDEN_TOP_MARGIN`` of the
+    best unit of all) also cite adjacent units, one at a time up to
     ``settings.WIDEN_UNITS``, while the better neighbour scores within
     ``settings.NEIGHBOUR_MARGIN`` of the best (values chosen leave-one-corpus-out,
     ``eval/loco.py``; the figures below are the first, in-sample choice of one neighbour): an answer that
@@ -286,7 +287,8 @@ def best_units(
         part = sims[at : at + len(cu.pieces)]
         at += len(cu.pieces)
         i = int(np.argmax(part))
-        chosen = _widen(part, i, margin, settings.WIDEN_UNITS if rank < neighbour_ranks else 0)
+        widens = rank < neighbour_ranks and (rank == 0 or part[i] >= top - settings.WIDEN_TOP_MARGIN)  # see settings
+        chosen = _widen(part, i, margin, settings.WIDEN_UNITS if widens else 0)
         pieces = [p for j in chosen for p in cu.pieces[j]]
         bridge = bridge and settings.BRIDGE_TURNS
         if settings.SKIP_METADATA:

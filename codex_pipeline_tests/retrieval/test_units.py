@@ -153,6 +153,35 @@ def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well() -> None
     assert unit == one
 
 
+def test_a_second_top_hit_widens_only_when_its_best_unit_rivals_the_best_of_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codex_pipeline.retrieval import settings
+
+    text = _long_text()
+    units = chunk_units(text, [(0, len(text))], None)
+    keys = np.array([unit_key(t) for t in units.texts], np.uint64)
+    cand = (text, [(0, len(text))], None, False)
+    best = 1
+
+    def vectors(top: float) -> np.ndarray:
+        cosines = [0.2] * len(units.texts)
+        cosines[best], cosines[best + 1] = top, top - 0.02  # the next unit is a near tie: widening takes it
+        return np.stack([_unit_vector(c) for c in cosines])
+
+    def cited(first: float, second: float) -> list[tuple[tuple[int, int], ...]]:
+        got = best_units([cand] * 2, AnalyzedQuery.of("", _unit_vector(1.0)), UnitVectors(Recorder()),
+                         stored=[(keys, vectors(first)), (keys, vectors(second))], neighbour_ranks=2)
+        return [unit for unit, _ in got]
+
+    monkeypatch.setattr(settings, "WIDEN_TOP_MARGIN", 0.05)
+    two = cite(text, units.pieces[best] + units.pieces[best + 1])
+    one = cite(text, units.pieces[best])
+    assert cited(1.0, 0.97) == [two, two]  # within the margin of the best unit of all: both widen
+    assert cited(1.0, 0.6) == [two, one]  # far below it: the second hit cites its best unit alone
+    assert cited(0.6, 1.0) == [two, two]  # the first hit widens whatever it scores
+    monkeypatch.setattr(settings, "WIDEN_TOP_MARGIN", float("inf"))
+    assert cited(1.0, 0.6) == [two, two]  # the rule before session 7
+
+
 def test_a_lower_hit_cites_its_sentence_holding_the_query_words_unless_it_holds_the_best_unit_of_all() -> None:
     from codex_pipeline.retrieval import settings
 
