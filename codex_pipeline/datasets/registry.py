@@ -217,7 +217,7 @@ BUILT_IN: tuple[DatasetSpec, ...] = (
         chunker=chunk_documents,
         limits=DocumentLimits(),
         chunker_revision="1.0",
-        source_version=f"1+{OCR_ENGINE}",  # pdfium text layer; pages without one by OCR (sources.pdf_ocr)
+        source_version=f"2+{OCR_ENGINE}",  # 2: chapter and alternating running headers; pages without a text layer by OCR
         propositions=True,
     ),
     # -- end of DATASETS: add new entries above this line --

@@ -4,8 +4,9 @@ The canonical text is every page's lines joined by ``\\n``, pages separated by o
 line; page ``k`` is ``text[start:end]`` of its ``page`` block (key ``k``), so a chunk's
 page is where its first character falls. What the chunker needs is stored as blocks:
 
-- ``running``: a line repeated at the top or bottom of most pages once its digits are
-  ignored (``Page 3 of 11``, ``City Council Regular Meeting Agenda April 9, 2026``) or a
+- ``running``: a line repeated at the top or bottom of half the pages once its digits are
+  ignored, or at the same height on three pages within four of each other once a page number at
+  either end is ignored (a chapter's header, a book's alternating even and odd headers) (``Page 3 of 11``, ``City Council Regular Meeting Agenda April 9, 2026``) or a
   bare page number there; chunks are cut around them, never keep them.
 - ``heading`` (key = level): from the outline (bookmarks) when its titles are found on
   their pages, else from font size (lines clearly bigger than the body text); none when
@@ -19,7 +20,7 @@ page is where its first character falls. What the chunker needs is stored as blo
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +30,12 @@ from codex_pipeline.sources.pdf_text import Line, OutlineItem, PdfPage
 
 EDGE_LINES = 3  # lines at the top and bottom of a page that may be running headers or footers
 EDGE_BAND = 0.15  # ... and only within this fraction of the page height from its edge
+NEAR_PAGES = 4  # ... or repeated (page number aside) at the edge of NEAR_REPEATS pages this close to each other:
+NEAR_REPEATS = 3  # a book's chapter headers, alternating even and odd headers (every other page), each at
+NEAR_SAME_Y = 2.0  # ... the same height on its page (points): a table's repeated cell or a list's repeated line is not
 _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
+_END_NUMBER = re.compile(r"^\d{1,4}\s+|\s+\d{1,4}$")
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.I)
 _ITEM = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*[.)]|[A-Za-z][.)]|\(\w{1,4}\)|[ivxIVX]{1,5}\.|[•▪◦‣●■□➢\-–*])\s")
 _NUMBER = re.compile(r"^[-–(]?[$€£]?[\d.,]+%?[)]?$")
@@ -52,26 +57,48 @@ def _key(line: str) -> str:
     return _SPACE.sub(" ", _DIGITS.sub("#", line.lower())).strip()
 
 
+def _near_key(line: str) -> str:
+    """The line without a page number at either end (``12 zoo: An S3 Class…``, ``Chapter 2: R Basics 4``)."""
+    return _END_NUMBER.sub("", _SPACE.sub(" ", line.lower())).strip()
+
+
 def _near_edge(line: Line, page: PdfPage) -> bool:
     band = page.height * EDGE_BAND
     return line.y0 >= page.height - band or line.y1 <= band
 
 
 def running_lines(pages: Sequence[PdfPage]) -> list[set[int]]:
-    """Per page, the indices of its running header/footer lines."""
+    """Per page, the indices of its running header/footer lines: edge lines whose text, digits ignored, is at an
+    edge of half the pages; or whose text, a page number at either end ignored, is at an edge of
+    :data:`NEAR_REPEATS` pages within :data:`NEAR_PAGES` of each other, at the same height (a chapter's own header, a
+    book's alternating even and odd headers); and bare page numbers."""
     texted = [p for p in pages if p.lines]
     edges: list[list[int]] = []
     seen: Counter[str] = Counter()
-    for p in pages:
+    near: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)  # end-number-free text -> (page, y) at edges
+    for k, p in enumerate(pages):
         n = len(p.lines)
         idx = sorted({*range(min(EDGE_LINES, n)), *range(max(0, n - EDGE_LINES), n)})
         idx = [i for i in idx if _near_edge(p.lines[i], p)]
         edges.append(idx)
         seen.update({_key(p.lines[i].text) for i in idx})
+        for i in idx:  # ... a header first in reading order and at the top, a footer last and at the bottom
+            if (i < EDGE_LINES) == (p.lines[i].y0 >= p.height * (1 - EDGE_BAND)):
+                near[_near_key(p.lines[i].text)].append((k, p.lines[i].y0))
     need = max(2, (len(texted) + 1) // 2)
+
+    def repeated(line: Line, k: int) -> bool:
+        if seen[_key(line.text)] >= need:
+            return True
+        key = _near_key(line.text)
+        if len(key.split()) < 2:  # "ARTICLE 3", "Exhibit 2" at the top of consecutive pages are headings
+            return False
+        found = near[key]
+        return len({j for j, y in found if abs(j - k) <= NEAR_PAGES and abs(y - line.y0) <= NEAR_SAME_Y}) >= NEAR_REPEATS
+
     out = []
-    for p, idx in zip(pages, edges):
-        out.append({i for i in idx if seen[_key(p.lines[i].text)] >= need and len(texted) >= 2
+    for k, (p, idx) in enumerate(zip(pages, edges)):
+        out.append({i for i in idx if len(texted) >= 2 and repeated(p.lines[i], k)
                     or _PAGE_NUMBER.match(p.lines[i].text)})
     if all(len(s) == len(p.lines) for s, p in zip(out, pages)):  # nothing else on any page: the lines are the text
         return [set() for _ in pages]

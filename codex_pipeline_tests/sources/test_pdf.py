@@ -60,6 +60,41 @@ def test_page_offsets_are_exact_and_running_lines_are_found(tmp_path: Path) -> N
     assert doc.payload["pages"] == 3 and doc.payload["headings"] == "none"
 
 
+def _body(n: int) -> list[str]:
+    return [f"Part {'ABCDEFGHIJKL'[n - 1]} of the handbook says: {line}" for line in BODY]  # no digit: every page differs
+
+
+def test_a_chapters_header_and_alternating_headers_are_running_lines(tmp_path: Path) -> None:
+    """A header on fewer than half the pages is still running when it repeats at the same height on nearby pages:
+    a chapter's own header, or a book's even/odd headers (page numbers at either end ignored)."""
+    pages = []
+    for n in range(1, 13):
+        chapter = "Chapter 1: Trails" if n <= 6 else "Chapter 2: Playgrounds"  # each on 3 odd pages: under half of 12
+        header = f"{n} Parks Handbook" if n % 2 == 0 else f"{chapter} {n}"
+        pages.append(text_page(_body(n), header=header))
+    doc, rejects = _read(tmp_path, make_pdf(pages), NO_OCR)
+    assert rejects == [] and doc is not None
+    running = sorted(doc.text[b.start : b.end] for b in doc.blocks if b.kind == "running")
+    assert running == sorted([f"{n} Parks Handbook" for n in range(2, 13, 2)] + [f"Chapter 1: Trails {n}" for n in (1, 3, 5)]
+                             + [f"Chapter 2: Playgrounds {n}" for n in (7, 9, 11)])
+    assert all(line in doc.text for n in range(1, 13) for line in _body(n))
+
+
+def test_a_heading_at_the_top_of_consecutive_pages_is_not_a_running_line(tmp_path: Path) -> None:
+    # "ARTICLE 2", "ARTICLE 3" … at the same place on nearby pages: one word once the number is set aside, so text
+    articles = [text_page(_body(n), header=f"ARTICLE {n}" if n in (2, 3, 4) else None) for n in range(1, 9)]
+    doc, rejects = _read(tmp_path, make_pdf(articles), NO_OCR)
+    assert rejects == [] and doc is not None
+    assert not any(b.kind == "running" for b in doc.blocks)
+    # nor is a line drawn at the top of nearby pages but read last (a table's cell), nor a line on two pages only
+    cell = [[*[(72, 700 - 14 * i, 11, t) for i, t in enumerate(_body(n))],
+             *([(400, 760, 11, "Layoff date unknown")] if n in (2, 3, 4) else [])] for n in range(1, 9)]
+    two = [text_page(_body(n), header="Trail closures and detours" if n in (2, 3) else None) for n in range(1, 7)]
+    for name, data in (("cell.pdf", make_pdf(cell)), ("two.pdf", make_pdf(two))):
+        other = pdf_document(_write(tmp_path, name, data), name, [], NO_OCR)
+        assert other is not None and not any(b.kind == "running" for b in other.blocks), name
+
+
 def test_font_size_headings_and_items(tmp_path: Path) -> None:
     lines = [(72, 720, 20, "Parks Budget"), *text_page(BODY, top=690),
              (72, 600, 11, "1. CALL TO ORDER"), (72, 585, 11, "2. APPROVAL OF MINUTES"),
