@@ -19,6 +19,7 @@ page is where its first character falls. What the chunker needs is stored as blo
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -30,9 +31,9 @@ from codex_pipeline.sources.pdf_text import Line, OutlineItem, PdfPage
 
 EDGE_LINES = 3  # lines at the top and bottom of a page that may be running headers or footers
 EDGE_BAND = 0.15  # ... and only within this fraction of the page height from its edge
-NEAR_PAGES = 4  # ... or repeated (page number aside) at the edge of NEAR_REPEATS pages this close to each other:
-NEAR_REPEATS = 3  # a book's chapter headers, alternating even and odd headers (every other page), each at
-NEAR_SAME_Y = 2.0  # ... the same height on its page (points): a table's repeated cell or a list's repeated line is not
+NEAR_PAGES = 4  # ... or repeated (page number aside) at the same place on NEAR_REPEATS pages at most this far apart:
+NEAR_REPEATS = 3  # a book's chapter headers, alternating even and odd headers (every other page)
+NEAR_SAME_PLACE = 2.0  # ... the same distance from the page's edge (points) and the same font size
 _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
 _END_NUMBER = re.compile(r"^\d{1,4}\s+|\s+\d{1,4}$")
@@ -62,6 +63,15 @@ def _near_key(line: str) -> str:
     return _END_NUMBER.sub("", _SPACE.sub(" ", line.lower())).strip()
 
 
+def _placed(page: PdfPage, i: int) -> tuple[bool, float] | None:
+    """(top, distance from that edge) of an edge line first in reading order at the top of its page or last at the
+    bottom, as a running header or footer is; None for any other line (a table's cell drawn at the top, read last)."""
+    line = page.lines[i]
+    if line.y0 >= page.height * (1 - EDGE_BAND):
+        return (True, page.height - line.y0) if i < EDGE_LINES else None
+    return (False, line.y0) if i >= len(page.lines) - EDGE_LINES else None
+
+
 def _near_edge(line: Line, page: PdfPage) -> bool:
     band = page.height * EDGE_BAND
     return line.y0 >= page.height - band or line.y1 <= band
@@ -69,37 +79,41 @@ def _near_edge(line: Line, page: PdfPage) -> bool:
 
 def running_lines(pages: Sequence[PdfPage]) -> list[set[int]]:
     """Per page, the indices of its running header/footer lines: edge lines whose text, digits ignored, is at an
-    edge of half the pages; or whose text, a page number at either end ignored, is at an edge of
-    :data:`NEAR_REPEATS` pages within :data:`NEAR_PAGES` of each other, at the same height (a chapter's own header, a
-    book's alternating even and odd headers); and bare page numbers."""
+    edge of half the pages; or whose text, a page number at either end ignored, is at the same place on
+    :data:`NEAR_REPEATS` pages at most :data:`NEAR_PAGES` apart (a chapter's own header, a book's alternating even
+    and odd headers); and bare page numbers."""
     texted = [p for p in pages if p.lines]
     edges: list[list[int]] = []
     seen: Counter[str] = Counter()
-    near: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)  # end-number-free text -> (page, y) at edges
+    near: defaultdict[str, list[tuple[int, bool, float, float]]] = defaultdict(list)  # key -> (page, top, place, size)
     for k, p in enumerate(pages):
         n = len(p.lines)
         idx = sorted({*range(min(EDGE_LINES, n)), *range(max(0, n - EDGE_LINES), n)})
         idx = [i for i in idx if _near_edge(p.lines[i], p)]
         edges.append(idx)
         seen.update({_key(p.lines[i].text) for i in idx})
-        for i in idx:  # ... a header first in reading order and at the top, a footer last and at the bottom
-            if (i < EDGE_LINES) == (p.lines[i].y0 >= p.height * (1 - EDGE_BAND)):
-                near[_near_key(p.lines[i].text)].append((k, p.lines[i].y0))
+        for i in idx:
+            if (at := _placed(p, i)) is not None:
+                near[_near_key(p.lines[i].text)].append((k, *at, p.lines[i].size))
     need = max(2, (len(texted) + 1) // 2)
 
-    def repeated(line: Line, k: int) -> bool:
+    def repeated(p: PdfPage, i: int, k: int) -> bool:
+        line = p.lines[i]
         if seen[_key(line.text)] >= need:
             return True
-        key = _near_key(line.text)
-        if len(key.split()) < 2:  # "ARTICLE 3", "Exhibit 2" at the top of consecutive pages are headings
+        key, at = _near_key(line.text), _placed(p, i)
+        if at is None or len(key.split()) < 2:  # "ARTICLE 3", "Exhibit 2" at the top of nearby pages are headings
             return False
         found = near[key]
-        return len({j for j, y in found if abs(j - k) <= NEAR_PAGES and abs(y - line.y0) <= NEAR_SAME_Y}) >= NEAR_REPEATS
+        lo = bisect.bisect_left(found, (k - NEAR_PAGES,))
+        same = sorted({j for j, top, place, size in found[lo:] if j <= k + NEAR_PAGES and top == at[0]
+                       and abs(place - at[1]) <= NEAR_SAME_PLACE and abs(size - line.size) <= 0.5})
+        return any(sum(first <= j <= first + NEAR_PAGES for j in same) >= NEAR_REPEATS
+                   for first in same if first <= k <= first + NEAR_PAGES)
 
     out = []
     for k, (p, idx) in enumerate(zip(pages, edges)):
-        out.append({i for i in idx if len(texted) >= 2 and repeated(p.lines[i], k)
-                    or _PAGE_NUMBER.match(p.lines[i].text)})
+        out.append({i for i in idx if len(texted) >= 2 and repeated(p, i, k) or _PAGE_NUMBER.match(p.lines[i].text)})
     if all(len(s) == len(p.lines) for s, p in zip(out, pages)):  # nothing else on any page: the lines are the text
         return [set() for _ in pages]
     return out
