@@ -15,7 +15,7 @@ from their unit blocks (``heading``, ``item``, ``table``, ``para``) in reading o
 
 ``page`` is the page the chunk starts on (``p=`` of the locator, ``evidence_anchor.page``);
 the anchor also carries ``pages`` when the chunk runs onto later pages and ``boxes``
-(``[page, x0, y0, x1, y1]`` in PDF points, origin bottom left) of its blocks per page.
+(``[page, x0, y0, x1, y1]`` in PDF points on the page as displayed, origin bottom left) of its blocks per page.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ naming the file and, for a page, its number; the caller turns it into a reject.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,7 +41,7 @@ class PdfLimits:
 
 
 class Line(NamedTuple):
-    """One text line of a page: its text and box (PDF points, origin bottom left) and font size.
+    """One text line of a page: its text and box (PDF points on the page as displayed, origin bottom left) and font size.
 
     A named tuple, not a frozen dataclass: a page makes one per line, and building a tuple costs a
     fifth of a frozen dataclass's per-field ``object.__setattr__`` (``bench/bench_pdf.py``).
@@ -183,7 +183,7 @@ def read_page(page: Any, number: int, limits: PdfLimits) -> PdfPage:
             return out
         if limits.ocr and limits.reread_ocr_layers and _invisible(tp, n) and _has_images(page) and _reread(page, out):
             return out
-        out.lines = _lines(tp, raw, len(raw) == n, (0.0, 0.0, width, height))
+        out.lines = _lines(tp, raw, len(raw) == n, (0.0, 0.0, width, height), _to_displayed(page))
     finally:
         tp.close()
     return out
@@ -252,8 +252,39 @@ def _has_images(page: Any) -> bool:
     return any(True for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=2))
 
 
-def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float, float]) -> list[Line]:
-    """Split pdfium's text on its line breaks; boxes and sizes from the first and last characters.
+Box = tuple[float, float, float, float]
+
+
+def _to_displayed(page: Any) -> Callable[[Box], Box] | None:
+    """The map from pdfium's character boxes (PDF user space) to the page as displayed, or None when they agree.
+
+    A page's ``/Rotate`` (clockwise degrees) and a ``/CropBox`` not at the origin put user space apart from the
+    page a viewer shows (and OCR reads): boxes are given on the displayed page, origin bottom left, so a highlight
+    lands on the rendered image and "top" means the top a reader sees.
+    """
+    left, bottom, right, top = page.get_cropbox()
+    rotation = page.get_rotation() % 360
+    if not rotation and abs(left) < 0.05 and abs(bottom) < 0.05:
+        return None
+
+    def point(x: float, y: float) -> tuple[float, float]:
+        if rotation == 90:
+            return y - bottom, right - x
+        if rotation == 180:
+            return right - x, top - y
+        if rotation == 270:
+            return top - y, x - left
+        return x - left, y - bottom
+
+    def box(b: Box) -> Box:
+        (ax, ay), (zx, zy) = point(b[0], b[1]), point(b[2], b[3])
+        return min(ax, zx), min(ay, zy), max(ax, zx), max(ay, zy)
+    return box
+
+
+def _lines(tp: Any, raw: str, aligned: bool, page_box: Box, displayed: Callable[[Box], Box] | None = None) -> list[Line]:
+    """Split pdfium's text on its line breaks; boxes (on the displayed page: ``displayed``) and sizes from the first
+    and last characters.
 
     pdfium's C calls are made directly with reused ``c_double`` outputs: the ``get_charbox``
     wrapper allocates four per call, and this loop is the reader's hottest (``bench/bench_pdf.py``).
@@ -285,8 +316,11 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: tuple[float, float, float
             z = box_of(last) if a is not None else None
             if a is not None and z is not None:
                 (ax0, ay0, ax1, ay1), (zx0, zy0, zx1, zy1) = a, z
-                lines.append(Line(text, round(zx0 if zx0 < ax0 else ax0, 1), round(zy0 if zy0 < ay0 else ay0, 1),
-                                  round(zx1 if zx1 > ax1 else ax1, 1), round(zy1 if zy1 > ay1 else ay1, 1),
+                x0, y0 = zx0 if zx0 < ax0 else ax0, zy0 if zy0 < ay0 else ay0
+                x1, y1 = zx1 if zx1 > ax1 else ax1, zy1 if zy1 > ay1 else ay1
+                if displayed is not None:
+                    x0, y0, x1, y1 = displayed((x0, y0, x1, y1))
+                lines.append(Line(text, round(x0, 1), round(y0, 1), round(x1, 1), round(y1, 1),
                                   round(font_size(handle, lead), 1)))
             else:  # characters outside the BMP shift pdfium's indices: no per-line geometry
                 x0, y0, x1, y1 = (round(v, 1) for v in page_box)

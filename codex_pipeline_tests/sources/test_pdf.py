@@ -99,6 +99,29 @@ def test_a_heading_at_the_top_of_consecutive_pages_is_not_a_running_line(tmp_pat
         assert other is not None and not any(b.kind == "running" for b in other.blocks), name
 
 
+@pytest.mark.parametrize("extra", ["", "/Rotate 90 ", "/Rotate 180 ", "/Rotate 270 ", "/CropBox [50 100 600 780] ",
+                                   "/Rotate 90 /CropBox [50 100 600 780] "])
+def test_boxes_are_on_the_page_as_displayed(extra: str) -> None:
+    """Each line's box holds the ink pdfium renders for it, whatever the page's /Rotate and /CropBox."""
+    import numpy as np
+    import pypdfium2 as pdfium
+
+    from codex_pipeline.sources.pdf_text import read_page
+
+    # capitals: a line's box is its first and last characters' boxes, so a descender between them may stick out
+    data = make_pdf([[(72, 700, 20, "TRAIL REPORT"), (400, 120, 20, "PAGE FOOTER")]], page_extra=extra)
+    page = pdfium.PdfDocument(data)[0]
+    width, height = page.get_size()
+    ink = page.render(scale=1).to_numpy()[..., :3].mean(axis=2) < 128  # rows from the top, 1 pixel = 1 point
+    got = read_page(page, 1, NO_OCR)
+    assert [ln.text for ln in got.lines] == ["TRAIL REPORT", "PAGE FOOTER"]
+    inside = np.zeros_like(ink)
+    for ln in got.lines:
+        assert 0 <= ln.x0 < ln.x1 <= width and 0 <= ln.y0 < ln.y1 <= height
+        inside[int(height - ln.y1) - 3 : int(height - ln.y0) + 3, int(ln.x0) - 3 : int(ln.x1) + 3] = True
+    assert ink.sum() > 500 and (ink & ~inside).sum() == 0  # no ink outside the boxes
+
+
 def test_font_size_headings_and_items(tmp_path: Path) -> None:
     lines = [(72, 720, 20, "Parks Budget"), *text_page(BODY, top=690),
              (72, 600, 11, "1. CALL TO ORDER"), (72, 585, 11, "2. APPROVAL OF MINUTES"),
