@@ -7,6 +7,7 @@ The materialization between :func:`land_corpus` and :func:`evaluate` is the call
 from __future__ import annotations
 
 import datetime as dt
+import posixpath
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ class CorpusPart:
         """``DATASET`` or ``DATASET=SUBDIR`` (a pooled corpus: one folder per dataset); ``.`` is the corpus folder."""
         name, _, sub = value.partition("=")
         get_dataset(name.strip())  # fails with the known names
-        folder = Path(sub.strip()).as_posix() if sub.strip() else ""
+        folder = posixpath.normpath(Path(sub.strip()).as_posix()) if sub.strip() else ""
         return cls(name.strip(), "" if folder == "." else folder)  # "./x.pdf" would match no gold source
 
 

@@ -287,7 +287,7 @@ def best_units(
         part = sims[at : at + len(cu.pieces)]
         at += len(cu.pieces)
         i = int(np.argmax(part))
-        widens = rank < neighbour_ranks and (rank == 0 or part[i] >= top - settings.WIDEN_TOP_MARGIN)  # see settings
+        widens = rank < neighbour_ranks and (index == 0 or part[i] >= top - settings.WIDEN_TOP_MARGIN)  # see settings
         chosen = _widen(part, i, margin, settings.WIDEN_UNITS if widens else 0)
         pieces = [p for j in chosen for p in cu.pieces[j]]
         bridge = bridge and settings.BRIDGE_TURNS

@@ -5,9 +5,10 @@ line; page ``k`` is ``text[start:end]`` of its ``page`` block (key ``k``), so a 
 page is where its first character falls. What the chunker needs is stored as blocks:
 
 - ``running``: a line repeated at the top or bottom of half the pages once its digits are
-  ignored, or at the same height on three pages within four of each other once a page number at
-  either end is ignored (a chapter's header, a book's alternating even and odd headers) (``Page 3 of 11``, ``City Council Regular Meeting Agenda April 9, 2026``) or a
-  bare page number there; chunks are cut around them, never keep them.
+  ignored (``Page 3 of 11``, ``City Council Regular Meeting Agenda April 9, 2026``); or at the
+  same place on three pages at most four apart once a page number at either end is ignored (a
+  chapter's own header, a book's alternating even and odd headers); or a bare page number there.
+  Chunks are cut around them, never keep them.
 - ``heading`` (key = level): from the outline (bookmarks) when its titles are found on
   their pages, else from font size (lines clearly bigger than the body text); none when
   neither is reliable, numbered all-caps lines (an agenda's ``9. PUBLIC HEARINGS``) when there

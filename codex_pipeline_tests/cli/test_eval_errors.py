@@ -142,7 +142,7 @@ def test_include_lands_only_the_matching_files(tmp_path: Path) -> None:
 def test_dataset_folder_dot_is_the_corpus_itself() -> None:
     """``--dataset documents=.`` once keyed every file ``./name`` and scored 0 on every question."""
     assert CorpusPart.parse("documents=.") == CorpusPart("documents") == CorpusPart.parse("documents=./")
-    assert CorpusPart.parse("docs=./markdown/uv/").subdir == "markdown/uv"
+    assert CorpusPart.parse("docs=./markdown/uv/").subdir == "markdown/uv" == CorpusPart.parse("docs=markdown/x/../uv").subdir
 
 
 def test_propositions_check_and_pooled_groups() -> None:
