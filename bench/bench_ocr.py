@@ -62,9 +62,15 @@ def cached_tesseract(cache_dir: Path) -> TsvOf:
     def tsv_of(pgm: bytes, lang: str, psm: int) -> str:
         path = cache_dir / f"{hashlib.sha256(pgm).hexdigest()[:24]}-{lang}-psm{psm}.tsv"
         if not path.exists():
+            started = time.perf_counter()
             path.write_text(tesseract_tsv(pgm, lang, psm))
+            TESSERACT_SECONDS.append(time.perf_counter() - started)
         return path.read_text()
     return tsv_of
+
+
+TESSERACT_SECONDS: list[float] = []
+"""Seconds of every tesseract run this process made (uncached), for the speed of a setting."""
 
 
 def layer_text(name: str) -> str | None:
@@ -152,13 +158,18 @@ def main() -> None:
     for name in DOCS:
         layer = layer_text(name)
         if layer is not None:
-            got = cache.setdefault(f"layer|{name}", scores(layer, name))
+            if f"layer|{name}" not in cache:  # (setdefault would score it on every run)
+                cache[f"layer|{name}"] = scores(layer, name)
+            got = cache[f"layer|{name}"]
             print(f"{name}: its own OCR layer CER {got['edits'] / got['ref']:.3f}, on transcribed "
                   f"{got['edits_transcribed'] / got['ref']:.3f}")
     table: dict[str, dict[str, dict]] = {}
     with ThreadPoolExecutor(args.jobs) as pool:
         for settings in grid:
+            TESSERACT_SECONDS.clear()
             table[settings.tag] = measure(settings, cache, pool, tsv_of)
+            if TESSERACT_SECONDS:
+                print(f"  {len(TESSERACT_SECONDS)} tesseract runs, {sum(TESSERACT_SECONDS) / len(TESSERACT_SECONDS):.2f} s each")
             scores_file.write_text(json.dumps(cache))
             r = table[settings.tag]
             pages = sum(v["pages"] for v in r.values())
