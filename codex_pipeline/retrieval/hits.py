@@ -1,8 +1,9 @@
 """A ranked chunk row turned into a :class:`~codex_pipeline.retrieval.types.Hit` that cites.
 
-Spans come from the chunk's anchor; evidence is the sentence matching the query
-(:func:`~codex_pipeline.retrieval.context.evidence`) or, in vector and hybrid search,
-each hit's best evidence unit (:func:`~codex_pipeline.retrieval.units.best_units`);
+Spans come from the chunk's anchor; evidence is each hit's best evidence unit
+(:func:`~codex_pipeline.retrieval.units.best_units`; in BM25 search chosen by the query's words
+alone), or the sentence matching the query (:func:`~codex_pipeline.retrieval.context.evidence`)
+when units are turned off;
 context is bounded by the hit's family. Every step reads the one
 :class:`~codex_pipeline.retrieval.query.AnalyzedQuery`.
 """
@@ -65,7 +66,8 @@ def cite_units(hits: Sequence[Hit], indexes: Sequence[SearchIndex], rows: Sequen
     have = [i for i, t in enumerate(texts) if t is not None]
     found = best_units([(texts[i] or "", hits[i].spans, dict(hits[i].metadata), bridges(dict(hits[i].metadata)))
                         for i in have], query, vectors,
-                       stored=[indexes[i].stored_units(rows[i]) for i in have], ranks=have)
+                       stored=[indexes[i].stored_units(rows[i]) for i in have] if query.vector is not None else None,
+                       ranks=have)
     unit = dict(zip(have, found))
     out = []
     for i, hit in enumerate(hits):

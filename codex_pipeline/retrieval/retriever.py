@@ -214,7 +214,7 @@ class Retriever:
         ranked = rank(q, sources, k, mode, filters)
         indexes = [self._open[r.dataset].index for r in ranked]
         hits = [chunk_hit(r.dataset, index, r, q) for r, index in zip(ranked, indexes)]
-        if q.vector is not None and self.evidence_units:  # order kept: units pick evidence
+        if self.evidence_units:  # order kept: units pick evidence (by the query's words alone without a vector)
             hits = cite_units(hits, indexes, [r.row for r in ranked], q, self._units())
         return self._results(hits, names, filters)
 
@@ -277,9 +277,8 @@ class Retriever:
                                r.ranks)
 
     def _units(self) -> UnitVectors:
-        if self._unit_vectors is None:
-            embedder = self.embedder
-            self._unit_vectors = UnitVectors(lambda texts: embedder.embed(texts).vectors)
+        if self._unit_vectors is None:  # the embedder is reached only when a unit needs a vector (never in BM25 mode)
+            self._unit_vectors = UnitVectors(lambda texts: self.embedder.embed(texts).vectors)
         return self._unit_vectors
 
     def _query_vector(self, query: str, names: Sequence[str]) -> np.ndarray | None:

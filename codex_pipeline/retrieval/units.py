@@ -254,25 +254,9 @@ def best_units(
     margin = settings.NEIGHBOUR_MARGIN
     units = [chunk_units(text, spans, meta) for text, spans, meta, _ in candidates]
     bodies = [" ".join(text[s:e] for s, e in u) for (text, _, _, _), cu in zip(candidates, units) for u in cu.pieces]
-    if query.vector is None:
-        raise ValueError("best_units needs the query's vector (AnalyzedQuery.of(text, vector))")
-    q = query.vector / (np.linalg.norm(query.vector) or 1.0)
     sims = np.zeros(len(bodies))
-    need: list[int] = []
-    need_texts: list[str] = []
-    at = 0
-    for i, cu in enumerate(units):
-        n = len(cu.texts)
-        if cu.embedded:
-            got = stored[i] if stored is not None else None
-            if got is not None and len(got[0]) == n and [int(k) for k in got[0]] == [unit_key(t) for t in cu.texts]:
-                sims[at : at + n] = _cosines(np.asarray(got[1], np.float32), q)
-            else:
-                need += range(at, at + n)
-                need_texts += cu.texts
-        at += n
-    if need_texts:
-        sims[need] = _cosines(vectors.vectors(need_texts), q)
+    if query.vector is not None:  # else BM25 search: units are told apart by the query's words alone, nothing embeds
+        _add_cosines(sims, units, query.vector, vectors, stored)
     if not query.empty and lexical_weight and bodies:
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies))
     out: list[tuple[Unit, float]] = []
@@ -361,6 +345,28 @@ def _widen(scores: np.ndarray, best: int, margin: float, steps: int) -> list[int
         j = max(near, key=lambda j: scores[j])
         lo, hi = min(lo, j), max(hi, j)
     return list(range(lo, hi + 1))
+
+
+def _add_cosines(sims: np.ndarray, units: Sequence[ChunkUnits], vector: np.ndarray, vectors: UnitVectors,
+                 stored: Sequence[StoredUnits | None] | None) -> None:
+    """Each embedded unit's cosine with the query into ``sims``: stored vectors whose keys match the units' texts,
+    the others embedded through ``vectors``."""
+    q = vector / (np.linalg.norm(vector) or 1.0)
+    need: list[int] = []
+    need_texts: list[str] = []
+    at = 0
+    for i, cu in enumerate(units):
+        n = len(cu.texts)
+        if cu.embedded:
+            got = stored[i] if stored is not None else None
+            if got is not None and len(got[0]) == n and [int(k) for k in got[0]] == [unit_key(t) for t in cu.texts]:
+                sims[at : at + n] = _cosines(np.asarray(got[1], np.float32), q)
+            else:
+                need += range(at, at + n)
+                need_texts += cu.texts
+        at += n
+    if need_texts:
+        sims[need] = _cosines(vectors.vectors(need_texts), q)
 
 
 def _cosines(vecs: np.ndarray, unit_query: np.ndarray) -> np.ndarray:

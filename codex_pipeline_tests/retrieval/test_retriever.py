@@ -103,16 +103,24 @@ def test_spans_evidence_and_context_reproduce_the_canonical_text(
     assert seen >= 20
 
 
-def test_evidence_narrows_a_verbatim_chunk_to_the_matching_sentence(retriever: Retriever) -> None:
-    # BM25 alone (no query vector, so no evidence units): the matching sentence
-    hit = retriever.search("in-running nip points of the deboning line", k=1, mode="bm25")[0]
-    (start, end), = hit.evidence
-    assert "nip points" in hit.evidence_text[0]
-    assert (end - start) < sum(e - s for s, e in hit.spans)
-    # hybrid: the hit's best evidence unit (a chunk within the unit budget is one unit), inside the chunk
-    hit = retriever.search("in-running nip points of the deboning line", k=1)[0]
-    assert "nip points" in " ".join(hit.evidence_text)
-    assert all(any(s <= a and b <= e for s, e in hit.spans) for a, b in hit.evidence)
+def test_evidence_is_the_hits_best_unit_in_bm25_and_hybrid_search(retriever: Retriever, indexed: Warehouse) -> None:
+    cited = {}
+    for mode in ("bm25", "hybrid"):  # BM25: units told apart by the query's words alone
+        hit = retriever.search("in-running nip points of the deboning line", k=1, mode=mode)[0]
+        assert "nip points" in " ".join(hit.evidence_text)
+        assert all(any(s <= a and b <= e for s, e in hit.spans) for a, b in hit.evidence)
+        cited[mode] = hit.evidence
+    assert cited["bm25"] == cited["hybrid"]  # a chunk of one unit is cited whole in both (BM25 cited a sentence once)
+
+    class NoModel:  # BM25 search never embeds: not the query, not a unit
+        model, version = retriever.embedder.model, retriever.embedder.version
+
+        def embed(self, texts: list[str]) -> object:
+            raise AssertionError(f"embedded {texts[:1]}")
+
+    lexical = Retriever(indexed.root, embedder=NoModel())  # type: ignore[arg-type]
+    hits = lexical.search("in-running nip points of the deboning line", k=5, mode="bm25")
+    assert hits and "nip points" in " ".join(hits[0].evidence_text)
 
 
 def test_context_stays_inside_the_family(retriever: Retriever, sample_tables: dict[str, Tables]) -> None:

@@ -182,6 +182,17 @@ def test_a_second_top_hit_widens_only_when_its_best_unit_rivals_the_best_of_all(
     assert cited(1.0, 0.6) == [two, two]  # the rule before session 7
 
 
+def test_without_a_query_vector_the_unit_holding_the_query_words_is_cited_and_nothing_embeds() -> None:
+    text = _long_text()
+    units = chunk_units(text, [(0, len(text))], None)
+    answer = next(i for i, t in enumerate(units.texts) if "Flint Hills" in t)
+    rec = Recorder()
+    (unit, score), = best_units([(text, [(0, len(text))], None, False)], AnalyzedQuery.of("Flint Hills van"),
+                                UnitVectors(rec))
+    assert rec.seen == [] and score > 0
+    assert all(any(s <= a and b <= e for s, e in cite(text, units.pieces[answer])) for a, b in [unit[0]])
+
+
 def test_a_lower_hit_cites_its_sentence_holding_the_query_words_unless_it_holds_the_best_unit_of_all() -> None:
     from codex_pipeline.retrieval import settings
 
