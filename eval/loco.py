@@ -112,6 +112,10 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
         "WIDEN_TOP_MARGIN": [0.0, 0.05, 0.1, 0.2, 0.3, math.inf],
         "NEIGHBOUR_RANKS": [2, 3, 4],
     },
+    "widen-joint": {
+        "NEIGHBOUR_MARGIN": [0.2, 0.3, 0.4],
+        "WIDEN_UNITS": [1, 2, 3],
+    },
     "tail-reach": {
         "TAIL_SENTENCES": [0, 1, 2],
         "TAIL_MARGIN": [0.0, 0.1],
