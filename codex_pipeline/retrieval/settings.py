@@ -81,9 +81,8 @@ within :data:`NEIGHBOUR_MARGIN` of the best (1: the better neighbour, the old de
 WIDEN_TOP_MARGIN = 0.05
 """Of the :data:`NEIGHBOUR_RANKS` top hits, those below the first widen only when their best unit scores within this
 of the best unit of all hits with several units (``inf``: always, the rule before session 7); the first hit that has
-its document's text always may. A second or third
-hit that is no match for the best evidence rarely holds the answer past its best unit, yet widening it cited up
-to three units: the largest share of what a top-5 answer cited. LOCO (grid ``widen-top``: 0 / 0.05 / 0.1 / 0.2 /
+its document's text always may. A second or third hit that is no match for the best evidence rarely holds the
+answer past its best unit, yet widening it cited up to three units: the largest share of what a top-5 answer cited. LOCO (grid ``widen-top``: 0 / 0.05 / 0.1 / 0.2 /
 0.3 / inf x ranks 2 / 3 / 4), session 7: sets sharing an index as the held-out pools do (``--pooled``), 0.05 with
 ranks 3 on 7 of 8 folds (the huntsville-whisper fold chose 0: 88.5% of its chunk recall kept); over the folds,
 recall / IoU / hit@5 91.7 / 6.9 / 93.8 -> 90.2 / 8.2 / 92.4. One index per set: 0.05 with ranks 2 on all 8 folds,
