@@ -217,7 +217,7 @@ BUILT_IN: tuple[DatasetSpec, ...] = (
         chunker=chunk_documents,
         limits=DocumentLimits(),
         chunker_revision="1.0",
-        source_version=f"2+{OCR_ENGINE}",  # 2: chapter/alternating running headers, boxes on the displayed page
+        source_version=f"3+{OCR_ENGINE}",  # 3: chapter/alternating running headers, boxes on the displayed page
         propositions=True,
     ),
     # -- end of DATASETS: add new entries above this line --

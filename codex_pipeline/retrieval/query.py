@@ -3,7 +3,7 @@
 BM25 needs the query's words and identifiers (an identifier is searched whole when an
 index knows it, else by its parts: :class:`~codex_pipeline.retrieval.lexical.QueryTerms`),
 evidence and unit selection need every term it could match in a text, and the vector
-ranking and evidence units need its embedding. Each is computed here once per search
+ranking and the units' cosine need its embedding (BM25 search scores units by the words alone). Each is computed here once per search
 and the value is passed down, so no step re-analyses the string.
 """
 

@@ -102,7 +102,7 @@ class Retriever:
         rebuild: bool = True,
     ) -> None:
         self.warehouse = Warehouse(data_dir)
-        self.evidence_units = evidence_units  # vector/hybrid: evidence is each hit's best unit (retrieval.units)
+        self.evidence_units = evidence_units  # evidence is each hit's best unit (retrieval.units), in every mode
         self.rebuild = rebuild
         self._unit_vectors: UnitVectors | None = None
         self._names = list(datasets) if datasets else None

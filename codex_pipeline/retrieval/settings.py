@@ -87,7 +87,8 @@ answer past its best unit, yet widening it cited up to three units: the largest 
 ranks 3 on 7 of 8 folds (the huntsville-whisper fold chose 0: 88.5% of its chunk recall kept); over the folds,
 recall / IoU / hit@5 91.7 / 6.9 / 93.8 -> 90.2 / 8.2 / 92.4. One index per set: 0.05 with ranks 2 on all 8 folds,
 every fold keeping >= 90% (session 6's LOCO 91.3 / 8.5 / 93.8 -> 90.3 / 9.6 / 92.9). Held-out PDFs and Hatch docs (never
-tuned on): recall and hit@5 unchanged, IoU 5.4 -> 6.1 and 3.8 -> 5.7. eval/README.md "Session 7"."""
+tuned on): recall and hit@5 unchanged, IoU 5.4 -> 6.1 (the reader before session 7's running-header rule) and
+3.8 -> 5.7. eval/README.md "Session 7"."""
 
 WIDEN_ANYWHERE = False
 """Widening takes the best other units within the margin wherever they are in the chunk (several spans per hit),

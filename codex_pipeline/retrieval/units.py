@@ -5,8 +5,8 @@ A chunk is cut into *units* — consecutive sentences of its spans packed up to
 budget is one unit) — each a tuple of exact spans of the canonical text. A unit is
 embedded as its sentences' text with its context prefix (see :func:`chunk_units`,
 :func:`context_prefix`; never the markup between them) and scored by cosine with the
-query plus :data:`LEXICAL_WEIGHT` times the IDF-weighted share of the query's words it
-holds (:func:`lexical_shares`); the hit's ``evidence`` is its best unit's spans (for
+query (none in BM25 search, which embeds nothing) plus :data:`LEXICAL_WEIGHT` times the
+IDF-weighted share of the query's words it holds (:func:`lexical_shares`); the hit's ``evidence`` is its best unit's spans (for
 the top hits, widened by adjacent units that score almost as well; for the lower ones, the
 sentence of it holding most of the query's words; grown to whole sentences; metadata lines
 never cited, see :mod:`~codex_pipeline.retrieval.citation`);
@@ -223,7 +223,7 @@ def best_units(
     """For each candidate ``(canonical text, spans, metadata, bridge)``, in rank order: its
     evidence (best unit) and that unit's score.
 
-    A unit's score is its cosine with the query plus ``lexical_weight`` times its
+    A unit's score is its cosine with the query (0 without a query vector: BM25 search) plus ``lexical_weight`` times its
     :func:`lexical_shares` (the query's words it holds, weighted by their rarity among
     the candidates' units): the same two signals the chunk ranking fuses. By cosine
     alone the units of one chunk differ by a few hundredths, and the unit naming the
@@ -262,6 +262,7 @@ def best_units(
     out: list[tuple[Unit, float]] = []
     scored = np.repeat(np.array([cu.embedded for cu in units], bool), [len(cu.pieces) for cu in units])
     top = float(sims[scored].max()) if scored.any() else 0.0  # the best scored unit of any hit (see TAIL_MARGIN)
+    owner = _first_holding(sims, units, top)  # ties (BM25 search scores units by shares alone) go to the higher hit
     at = 0
     for index, ((text, spans, _, bridge), cu) in enumerate(zip(candidates, units)):
         rank = ranks[index] if ranks is not None else index
@@ -277,8 +278,9 @@ def best_units(
         bridge = bridge and settings.BRIDGE_TURNS
         if settings.SKIP_METADATA:
             kept = citable(text, pieces)
+            whole = index == owner or part[i] > top - settings.TAIL_MARGIN  # holds the best unit of all, or nearly
             if (rank >= neighbour_ranks and cu.embedded and settings.TAIL_SENTENCES
-                    and len(kept) > settings.TAIL_SENTENCES and part[i] < top - settings.TAIL_MARGIN):
+                    and len(kept) > settings.TAIL_SENTENCES and not whole):
                 kept = _best_sentences(text, kept, query, settings.TAIL_SENTENCES)
             if settings.SENTENCE_REACH and cu.embedded:
                 kept = complete_sentences(text, kept, spans, settings.SENTENCE_REACH)
@@ -345,6 +347,17 @@ def _widen(scores: np.ndarray, best: int, margin: float, steps: int) -> list[int
         j = max(near, key=lambda j: scores[j])
         lo, hi = min(lo, j), max(hi, j)
     return list(range(lo, hi + 1))
+
+
+def _first_holding(sims: np.ndarray, units: Sequence[ChunkUnits], top: float) -> int:
+    """The first candidate (in rank order) with several units whose best unit scores ``top``; -1 when none has."""
+    at = 0
+    for index, cu in enumerate(units):
+        n = len(cu.pieces)
+        if cu.embedded and n and float(sims[at : at + n].max()) >= top:
+            return index
+        at += n
+    return -1
 
 
 def _add_cosines(sims: np.ndarray, units: Sequence[ChunkUnits], vector: np.ndarray, vectors: UnitVectors,

@@ -262,7 +262,7 @@ def _to_displayed(page: Any) -> Callable[[Box], Box] | None:
     page a viewer shows (and OCR reads): boxes are given on the displayed page, origin bottom left, so a highlight
     lands on the rendered image and "top" means the top a reader sees.
     """
-    left, bottom, right, top = page.get_cropbox()
+    left, bottom, right, top = page.get_bbox()  # the crop box within the media box, inherited ones included
     rotation = page.get_rotation() % 360
     if not rotation and abs(left) < 0.05 and abs(bottom) < 0.05:
         return None

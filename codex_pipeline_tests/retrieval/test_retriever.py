@@ -11,6 +11,7 @@ import pytest
 from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.retrieval import Filters, Hit, IndexMissing, Retriever, SearchMode
 from codex_pipeline.retrieval.context import CONTEXT_TOKENS_PER_SIDE
+from codex_pipeline.warehouse.storage import Warehouse
 
 from .conftest import DAY, Tables
 
@@ -121,6 +122,7 @@ def test_evidence_is_the_hits_best_unit_in_bm25_and_hybrid_search(retriever: Ret
     lexical = Retriever(indexed.root, embedder=NoModel())  # type: ignore[arg-type]
     hits = lexical.search("in-running nip points of the deboning line", k=5, mode="bm25")
     assert hits and "nip points" in " ".join(hits[0].evidence_text)
+    assert any(sum(e - s for s, e in h.evidence) < sum(e - s for s, e in h.spans) for h in hits)  # a unit of several
 
 
 def test_context_stays_inside_the_family(retriever: Retriever, sample_tables: dict[str, Tables]) -> None:

@@ -129,7 +129,10 @@ def _unit_vector(cos: float) -> np.ndarray:
     return v
 
 
-def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well() -> None:
+def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codex_pipeline.retrieval import settings
+
+    monkeypatch.setattr(settings, "TAIL_SENTENCES", 0)  # widening alone: the third hit cites its whole best unit
     text = _long_text()
     units = chunk_units(text, [(0, len(text))], None)
     assert len(units.texts) >= 3
@@ -183,14 +186,19 @@ def test_a_second_top_hit_widens_only_when_its_best_unit_rivals_the_best_of_all(
 
 
 def test_without_a_query_vector_the_unit_holding_the_query_words_is_cited_and_nothing_embeds() -> None:
+    """BM25 search: units scored by the query's words alone. Equal scores go to the higher hit, so lower hits
+    holding the same words still cite one sentence."""
     text = _long_text()
     units = chunk_units(text, [(0, len(text))], None)
     answer = next(i for i, t in enumerate(units.texts) if "Flint Hills" in t)
     rec = Recorder()
-    (unit, score), = best_units([(text, [(0, len(text))], None, False)], AnalyzedQuery.of("Flint Hills van"),
-                                UnitVectors(rec))
-    assert rec.seen == [] and score > 0
-    assert all(any(s <= a and b <= e for s, e in cite(text, units.pieces[answer])) for a, b in [unit[0]])
+    got = best_units([(text, [(0, len(text))], None, False)] * 5, AnalyzedQuery.of("Flint Hills van"), UnitVectors(rec),
+                     neighbour_ranks=3)
+    assert rec.seen == [] and all(score > 0 for _, score in got)
+    whole = cite(text, units.pieces[answer])
+    assert all(any(s <= a and b <= e for a, b in unit) for s, e in whole for unit, _ in got[:3])  # its unit, whole
+    sentence = text.index("The Flint Hills"), text.index("van.") + len("van.")
+    assert [unit for unit, _ in got[3:]] == [(sentence,), (sentence,)]  # tied with the best: still a sentence
 
 
 def test_a_lower_hit_cites_its_sentence_holding_the_query_words_unless_it_holds_the_best_unit_of_all() -> None:

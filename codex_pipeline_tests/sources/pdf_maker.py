@@ -27,9 +27,11 @@ def content(lines: Sequence[Line]) -> bytes:
 
 
 def make_pdf(pages: Sequence[Page], *, catalog_extra: str = "", trailer_extra: str = "",
-             extra_objects: Sequence[bytes] = (), shared_content: bool = False, page_extra: str = "") -> bytes:
+             extra_objects: Sequence[bytes] = (), shared_content: bool = False, page_extra: str = "",
+             pages_extra: str = "", media_box: str = "[0 0 612 792]") -> bytes:
     """A PDF with one page per item of ``pages``; ``shared_content``: all pages draw ``pages[0]``; ``page_extra``:
-    entries added to every page dictionary (``/Rotate 90``, ``/CropBox [0 100 612 792]``)."""
+    entries added to every page dictionary (``/Rotate 90``, ``/CropBox [0 100 612 792]``), ``pages_extra`` to the
+    page tree's, which its pages inherit; ``media_box`` "" leaves it to the page tree."""
     objs: list[bytes] = []  # objects 1.. in order; 1 catalog, 2 pages, 3 font, 4 image, then extras, then pages
 
     def add(body: bytes) -> int:
@@ -53,11 +55,13 @@ def make_pdf(pages: Sequence[Page], *, catalog_extra: str = "", trailer_extra: s
                     else content(page))  # type: ignore[arg-type]
             stream_id = add(b"<< /Length %d >>\nstream\n" % len(data) + data + b"\nendstream")
             shared = stream_id
-        kids.append(add(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R %s"
+        box = f"/MediaBox {media_box} " if media_box else ""
+        kids.append(add(b"<< /Type /Page /Parent 2 0 R %s/Contents %d 0 R %s"
                         b"/Resources << /Font << /F1 3 0 R >> /XObject << /Im1 4 0 R >> >> >>"
-                        % (stream_id, page_extra.encode())))
+                        % (box.encode(), stream_id, page_extra.encode())))
     objs[0] = ("<< /Type /Catalog /Pages 2 0 R " + catalog_extra + " >>").encode()
-    objs[1] = ("<< /Type /Pages /Kids [" + " ".join(f"{k} 0 R" for k in kids) + f"] /Count {len(kids)} >>").encode()
+    objs[1] = ("<< /Type /Pages /Kids [" + " ".join(f"{k} 0 R" for k in kids) + f"] /Count {len(kids)} "
+               + pages_extra + " >>").encode()
     out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for i, body in enumerate(objs, 1):

@@ -99,17 +99,26 @@ def test_a_heading_at_the_top_of_consecutive_pages_is_not_a_running_line(tmp_pat
         assert other is not None and not any(b.kind == "running" for b in other.blocks), name
 
 
-@pytest.mark.parametrize("extra", ["", "/Rotate 90 ", "/Rotate 180 ", "/Rotate 270 ", "/CropBox [50 100 600 780] ",
-                                   "/Rotate 90 /CropBox [50 100 600 780] "])
-def test_boxes_are_on_the_page_as_displayed(extra: str) -> None:
-    """Each line's box holds the ink pdfium renders for it, whatever the page's /Rotate and /CropBox."""
+@pytest.mark.parametrize(("extra", "tree", "media"), [
+    ("", "", "[0 0 612 792]"), ("/Rotate 90 ", "", "[0 0 612 792]"), ("/Rotate 180 ", "", "[0 0 612 792]"),
+    ("/Rotate 270 ", "", "[0 0 612 792]"), ("/CropBox [50 100 600 780] ", "", "[0 0 612 792]"),
+    ("/Rotate 90 /CropBox [50 100 600 780] ", "", "[0 0 612 792]"),
+    ("/CropBox [-50 -50 700 900] ", "", "[0 0 612 792]"),  # a crop box beyond the media box
+    ("/CropBox [600 780 50 100] ", "", "[0 0 612 792]"),  # corners written backwards
+    ("", "/MediaBox [0 0 595 842] /Rotate 180", ""),  # inherited from the page tree
+    ("", "/MediaBox [0 0 612 792] /CropBox [50 100 600 780]", ""),
+])
+def test_boxes_are_on_the_page_as_displayed(extra: str, tree: str, media: str) -> None:
+    """Each line's box holds the ink pdfium renders for it, whatever the page's /Rotate and /CropBox, its own or
+    inherited."""
     import numpy as np
     import pypdfium2 as pdfium
 
     from codex_pipeline.sources.pdf_text import read_page
 
     # capitals: a line's box is its first and last characters' boxes, so a descender between them may stick out
-    data = make_pdf([[(72, 700, 20, "TRAIL REPORT"), (400, 120, 20, "PAGE FOOTER")]], page_extra=extra)
+    data = make_pdf([[(72, 700, 20, "TRAIL REPORT"), (400, 120, 20, "PAGE FOOTER")]], page_extra=extra,
+                    pages_extra=tree, media_box=media)
     page = pdfium.PdfDocument(data)[0]
     width, height = page.get_size()
     ink = page.render(scale=1).to_numpy()[..., :3].mean(axis=2) < 128  # rows from the top, 1 pixel = 1 point
