@@ -21,7 +21,7 @@ the anchor also carries ``pages`` when the chunk runs onto later pages and ``box
 from __future__ import annotations
 
 import bisect
-import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,6 @@ from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.core.tokens import count_tokens, count_tokens_batch
 
 UNIT_KINDS = frozenset({"heading", "item", "table", "para"})
-_HYPHEN = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
 
 Segment = tuple[int, int, str]  # (start, end, joiner in front of it)
 
@@ -75,20 +74,21 @@ class _Packer:
         sizes = count_tokens_batch([self.text[u.start : u.end] for u in self.units])
         group: list[Block] = []
         tokens = 0
+        body = False  # the group holds a unit other than a heading (kept as a flag, not rescanned per unit)
         for unit, n in zip(self.units, sizes):
-            only_heads = all(u.kind == "heading" for u in group)
-            if group and not only_heads and (unit.kind == "heading" or tokens + n > self.budget.max_size):
+            if body and (unit.kind == "heading" or tokens + n > self.budget.max_size):
                 self.emit(group)
-                group, tokens = [], 0
+                group, tokens, body = [], 0, False
             if unit.kind == "heading":
                 level = int(unit.key or 1)
                 self.path = [h for h in self.path if h[0] < level] + [(level, str(unit.meta.get("title", "")))]
             if n > self.budget.max_size:  # alone over the budget: split, the group's headings in front
                 self.split(group, unit)
-                group, tokens = [], 0
+                group, tokens, body = [], 0, False
                 continue
             group.append(unit)
             tokens += n
+            body = body or unit.kind != "heading"
         if group:
             self.emit(group)
         for d, n in zip(self.drafts, count_tokens_batch([d.text for d in self.drafts])):  # one batch, not one call each
@@ -131,9 +131,9 @@ class _Packer:
         out: list[Segment] = []
         for s, e in fused:
             joiner = "\n" if out else ""
-            for m in _HYPHEN.finditer(self.text, s, e):
-                out.append((s, m.start(), joiner))
-                s, joiner = m.end(), ""
+            for h in _hyphen_breaks(self.text, s, e):
+                out.append((s, h, joiner))
+                s, joiner = h + 2, ""
             out.append((s, e, joiner))
         return out
 
@@ -190,14 +190,39 @@ class _Packer:
         return [[(p.start, p.end, "")] for p in split_range(self.text, s, e, self.budget)]
 
 
+def _hyphen_breaks(text: str, start: int, end: int) -> Iterator[int]:
+    """Offsets of each ``-\\n`` in ``text[start:end]`` between two lowercase ASCII letters: a word hyphenated across a line end.
+
+    The letter before may lie before ``start``, the one after must lie before ``end`` (as the regex
+    ``(?<=[a-z])-\\n(?=[a-z])`` would match from ``start`` to ``end``). ``str.find`` jumps to each rare ``-\\n``
+    where the regex tried its lookbehind at every character of the chunk (``docs/history.md``, PDF step speed).
+    """
+    stop = min(end, len(text)) - 1  # the letter after must lie before end
+    at = text.find("-\n", start, stop) if stop > start else -1  # (a negative stop would count from the end)
+    while at >= 0:
+        if at and "a" <= text[at - 1] <= "z" and "a" <= text[at + 2] <= "z":
+            yield at
+        at = text.find("-\n", at + 2, stop)
+
+
 def _boxes(group: list[Block]) -> list[list[float]]:
-    """One box per page: the union of the group's block boxes there."""
+    """One box per page: the union of the group's block boxes there (widened in place: one list per page, not per block)."""
     by_page: dict[int, list[float]] = {}
     for u in group:
         box, page = u.meta.get("bbox"), u.meta.get("page")
         if not box or page is None:
             continue
         cur = by_page.get(page)
-        by_page[page] = list(box) if cur is None else [min(cur[0], box[0]), min(cur[1], box[1]),
-                                                       max(cur[2], box[2]), max(cur[3], box[3])]
+        if cur is None:
+            by_page[page] = list(box)
+            continue
+        x0, y0, x1, y1 = box
+        if x0 < cur[0]:  # as min(cur[0], x0): the current value kept on a tie
+            cur[0] = x0
+        if y0 < cur[1]:
+            cur[1] = y0
+        if x1 > cur[2]:
+            cur[2] = x1
+        if y1 > cur[3]:
+            cur[3] = y1
     return [[p, *b] for p, b in sorted(by_page.items())]

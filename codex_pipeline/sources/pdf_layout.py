@@ -84,26 +84,33 @@ def running_lines(pages: Sequence[PdfPage]) -> list[set[int]]:
     :data:`NEAR_REPEATS` pages at most :data:`NEAR_PAGES` apart (a chapter's own header, a book's alternating even
     and odd headers); and bare page numbers."""
     texted = [p for p in pages if p.lines]
-    edges: list[list[int]] = []
+    edges: list[dict[int, str]] = []  # per page: edge line -> its key (digits ignored); keys made once, not per use
+    placed: list[dict[int, tuple[str, tuple[bool, float]]]] = []  # per page: placed edge line -> (near key, place)
     seen: Counter[str] = Counter()
     near: defaultdict[str, list[tuple[int, bool, float, float]]] = defaultdict(list)  # key -> (page, top, place, size)
     for k, p in enumerate(pages):
         n = len(p.lines)
         idx = sorted({*range(min(EDGE_LINES, n)), *range(max(0, n - EDGE_LINES), n)})
-        idx = [i for i in idx if _near_edge(p.lines[i], p)]
-        edges.append(idx)
-        seen.update({_key(p.lines[i].text) for i in idx})
-        for i in idx:
+        keys = {i: _key(p.lines[i].text) for i in idx if _near_edge(p.lines[i], p)}
+        edges.append(keys)
+        seen.update(set(keys.values()))
+        spots = {}
+        for i in keys:
             if (at := _placed(p, i)) is not None:
-                near[_near_key(p.lines[i].text)].append((k, *at, p.lines[i].size))
+                spots[i] = (near_key := _near_key(p.lines[i].text), at)
+                near[near_key].append((k, *at, p.lines[i].size))
+        placed.append(spots)
     need = max(2, (len(texted) + 1) // 2)
 
     def repeated(p: PdfPage, i: int, k: int) -> bool:
         line = p.lines[i]
-        if seen[_key(line.text)] >= need:
+        if seen[edges[k][i]] >= need:
             return True
-        key, at = _near_key(line.text), _placed(p, i)
-        if at is None or len(key.split()) < 2:  # "ARTICLE 3", "Exhibit 2" at the top of nearby pages are headings
+        spot = placed[k].get(i)
+        if spot is None:
+            return False
+        key, at = spot
+        if len(key.split()) < 2:  # "ARTICLE 3", "Exhibit 2" at the top of nearby pages are headings
             return False
         found = near[key]
         lo = bisect.bisect_left(found, (k - NEAR_PAGES,))
@@ -113,8 +120,8 @@ def running_lines(pages: Sequence[PdfPage]) -> list[set[int]]:
                    for first in same if first <= k <= first + NEAR_PAGES)
 
     out = []
-    for k, (p, idx) in enumerate(zip(pages, edges)):
-        out.append({i for i in idx if len(texted) >= 2 and repeated(p, i, k) or _PAGE_NUMBER.match(p.lines[i].text)})
+    for k, (p, at_edge) in enumerate(zip(pages, edges)):
+        out.append({i for i in at_edge if len(texted) >= 2 and repeated(p, i, k) or _PAGE_NUMBER.match(p.lines[i].text)})
     if all(len(s) == len(p.lines) for s, p in zip(out, pages)):  # nothing else on any page: the lines are the text
         return [set() for _ in pages]
     return out
@@ -199,13 +206,14 @@ def layout(pages: Sequence[PdfPage], outline: Sequence[OutlineItem]) -> PdfLayou
             pos += 1
         start = pos
         builder = _PageBlocks(page.number)
+        page_skip = skip[k]
         for i, line in enumerate(page.lines):
-            if i in skip[k]:
+            if i in page_skip:
                 blocks.append(Block("running", pos, pos + len(line.text), meta={"page": page.number}))
                 running.setdefault(_key(line.text), line.text)
                 builder.flush(blocks)
             else:
-                builder.add(line, pos, heads.get((k, i)), blocks)
+                builder.add(line, pos, heads.get((k, i)) if heads else None, blocks)
             parts.append(line.text + "\n")
             pos += len(line.text) + 1
         builder.flush(blocks)
@@ -264,8 +272,8 @@ class _PageBlocks:
         first, start = self.lines[0]
         last, lpos = self.lines[-1]
         end = lpos + len(last.text)
-        box = [min(ln.x0 for ln, _ in self.lines), min(ln.y0 for ln, _ in self.lines),
-               max(ln.x1 for ln, _ in self.lines), max(ln.y1 for ln, _ in self.lines)]
+        _, x0s, y0s, x1s, y1s, _ = zip(*(ln for ln, _ in self.lines))  # one pass for the four sides, not four
+        box = [min(x0s), min(y0s), max(x1s), max(y1s)]
         meta: dict[str, Any] = {"page": self.page, "bbox": box}
         key = ""
         if kind == "heading":

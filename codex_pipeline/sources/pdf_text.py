@@ -13,6 +13,7 @@ naming the file and, for a page, its number; the caller turns it into a reject.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -136,7 +137,7 @@ def open_pdf(path: Path, limits: PdfLimits = PdfLimits()) -> PdfFile:
     if n > limits.max_pages:
         doc.close()
         raise PdfProblem(f"PDF has {n} pages, over the {limits.max_pages}-page limit; split it or raise max_pages")
-    title = (doc.get_metadata_dict(skip_empty=True).get("Title") or "").strip() or None
+    title = doc.get_metadata_value("Title").strip() or None  # "" when absent; the one key read, not all eight
     outline = _outline(doc, n)
     attachments = pdfium_c.FPDFDoc_GetAttachmentCount(doc.raw)
     javascript = pdfium_c.FPDFDoc_GetJavaScriptActionCount(doc.raw)
@@ -282,23 +283,42 @@ def _to_displayed(page: Any) -> Callable[[Box], Box] | None:
     return box
 
 
+@functools.cache
+def _text_calls() -> tuple[Callable[..., int], Callable[..., float]]:
+    """pdfium's ``FPDFText_GetCharBox`` and ``FPDFText_GetFontSize`` called without ctypes' argument checks.
+
+    pypdfium2 declares each function's ``argtypes``, and converting a char-box call's six arguments
+    through them costs about 0.7 µs of its 1 µs (measured on this machine; a line makes two such calls).
+    :func:`_lines` only ever passes a text page handle, a Python int and ``byref(c_double)``, which ctypes
+    hands to C unconverted as the C signatures expect; so the same entry points are called through
+    prototypes without ``argtypes`` (``docs/history.md``, PDF step speed).
+    """
+    from ctypes import c_double, c_int, c_void_p, cast
+
+    import pypdfium2.raw as pdfium_c
+
+    def unchecked(func: Any, restype: Any) -> Any:
+        bare = type(func)(cast(func, c_void_p).value)  # the same C function, no argtypes
+        bare.restype = restype
+        return bare
+
+    return unchecked(pdfium_c.FPDFText_GetCharBox, c_int), unchecked(pdfium_c.FPDFText_GetFontSize, c_double)
+
+
 def _lines(tp: Any, raw: str, aligned: bool, page_box: Box, displayed: Callable[[Box], Box] | None = None) -> list[Line]:
     """Split pdfium's text on its line breaks; boxes (on the displayed page: ``displayed``) and sizes from the first
     and last characters.
 
-    pdfium's C calls are made directly with reused ``c_double`` outputs: the ``get_charbox``
-    wrapper allocates four per call, and this loop is the reader's hottest (``bench/bench_pdf.py``).
+    pdfium's C calls are made directly (:func:`_text_calls`) with reused ``c_double`` outputs, inline rather than
+    through a helper: the ``get_charbox`` wrapper allocates four per call, and this loop is the reader's hottest
+    (``bench/bench_pdf.py``).
     """
     from ctypes import byref, c_double
 
-    import pypdfium2.raw as pdfium_c
-
-    charbox, font_size, handle = pdfium_c.FPDFText_GetCharBox, pdfium_c.FPDFText_GetFontSize, tp.raw
+    charbox, font_size = _text_calls()
+    handle = tp.raw
     left, right, bottom, top = c_double(), c_double(), c_double(), c_double()
     refs = (byref(left), byref(right), byref(bottom), byref(top))
-
-    def box_of(index: int) -> tuple[float, float, float, float] | None:
-        return (left.value, bottom.value, right.value, top.value) if charbox(handle, index, *refs) else None
 
     lines = []
     pos = 0
@@ -312,10 +332,13 @@ def _lines(tp: Any, raw: str, aligned: bool, page_box: Box, displayed: Callable[
         if text:
             lead = pos + len(seg) - len(seg.lstrip())
             last = pos + len(seg.rstrip()) - 1
-            a = box_of(lead) if aligned else None
-            z = box_of(last) if a is not None else None
-            if a is not None and z is not None:
-                (ax0, ay0, ax1, ay1), (zx0, zy0, zx1, zy1) = a, z
+            if aligned and charbox(handle, lead, *refs):
+                ax0, ay0, ax1, ay1 = left.value, bottom.value, right.value, top.value
+                found = charbox(handle, last, *refs)
+            else:
+                found = 0
+            if found:
+                zx0, zy0, zx1, zy1 = left.value, bottom.value, right.value, top.value
                 x0, y0 = zx0 if zx0 < ax0 else ax0, zy0 if zy0 < ay0 else ay0
                 x1, y1 = zx1 if zx1 > ax1 else ax1, zy1 if zy1 > ay1 else ay1
                 if displayed is not None:
