@@ -260,17 +260,17 @@ def best_units(
     if not query.empty and lexical_weight and bodies:
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies))
     out: list[tuple[Unit, float]] = []
-    scored = np.repeat(np.array([cu.embedded for cu in units], bool), [len(cu.pieces) for cu in units])
-    top = float(sims[scored].max()) if scored.any() else 0.0  # the best scored unit of any hit (see TAIL_MARGIN)
-    owner = _first_holding(sims, units, top)  # ties (BM25 search scores units by shares alone) go to the higher hit
-    at = 0
+    ends = np.cumsum([len(cu.pieces) for cu in units])
+    parts = [sims[end - len(cu.pieces) : end] for cu, end in zip(units, ends)]
+    bests = [float(part.max()) if cu.embedded and len(part) else None for cu, part in zip(units, parts)]
+    top = max((b for b in bests if b is not None), default=0.0)  # the best scored unit of any hit (see TAIL_MARGIN)
+    owner = bests.index(top) if top in bests else -1  # a tie (BM25 scores by shares alone) goes to the higher hit
     for index, ((text, spans, _, bridge), cu) in enumerate(zip(candidates, units)):
         rank = ranks[index] if ranks is not None else index
         if not cu.pieces:
             out.append(((), -1.0))
             continue
-        part = sims[at : at + len(cu.pieces)]
-        at += len(cu.pieces)
+        part = parts[index]
         i = int(np.argmax(part))
         widens = rank < neighbour_ranks and (index == 0 or part[i] >= top - settings.WIDEN_TOP_MARGIN)  # see settings
         chosen = _widen(part, i, margin, settings.WIDEN_UNITS if widens else 0)
@@ -347,17 +347,6 @@ def _widen(scores: np.ndarray, best: int, margin: float, steps: int) -> list[int
         j = max(near, key=lambda j: scores[j])
         lo, hi = min(lo, j), max(hi, j)
     return list(range(lo, hi + 1))
-
-
-def _first_holding(sims: np.ndarray, units: Sequence[ChunkUnits], top: float) -> int:
-    """The first candidate (in rank order) with several units whose best unit scores ``top``; -1 when none has."""
-    at = 0
-    for index, cu in enumerate(units):
-        n = len(cu.pieces)
-        if cu.embedded and n and float(sims[at : at + n].max()) >= top:
-            return index
-        at += n
-    return -1
 
 
 def _add_cosines(sims: np.ndarray, units: Sequence[ChunkUnits], vector: np.ndarray, vectors: UnitVectors,
