@@ -34,12 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.cli.query_embedder import query_embedder
-from codex_pipeline.datasets.days import partitions_start
+from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.evaluation.gold import Question, load_gold
 from codex_pipeline.evaluation.metrics import Score, Summary, merge, score, summarize
 from codex_pipeline.evaluation.runner import CorpusPart, hit_spans, source_maps
 from codex_pipeline.retrieval import Retriever, settings
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline.warehouse.storage import Warehouse
+
+SETTINGS = CodexSettings.from_env(os.environ)  # a script: the edge of its own process
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent.parent / "shared" / "corpora"
@@ -157,7 +160,7 @@ def load(name: str, work: Path, corpus: Path, embedder: Any, pooled: bool = Fals
     if root not in _OPEN:  # the sets of one pool share its index
         parts = [CorpusPart.parse(p) for m in members for p in SETS[m]]
         wh = Warehouse(root)
-        maps = source_maps(wh, parts, corpus, partitions_start(os.environ))
+        maps = source_maps(wh, DatasetRegistry.build(SETTINGS), parts, corpus, SETTINGS.partitions_start)
         retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder, rebuild=False)
         cache: dict[str, Any] = {}
         embed_query = retriever._query_vector
@@ -248,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = pickle.loads(args.load.read_bytes())
         points = [p for p in points if p in results]
     else:
-        embedder = query_embedder("local")
+        embedder = query_embedder("local", SETTINGS)
         sets = [load(n, args.work, args.corpus, embedder, args.pooled) for n in names]
         for p in points:
             for key, v in zip(keys, p):

@@ -7,11 +7,13 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import duckdb
 
 from codex_pipeline.cli.catalog_command import add_catalog_command
 from codex_pipeline.cli.dagster_home import InstanceGuard, check_home
+from codex_pipeline.cli.dataset_names import DatasetNames
 from codex_pipeline.cli.errors import OneLineParser, explain, one_line
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
@@ -19,15 +21,15 @@ from codex_pipeline.cli.search_command import add_search_command
 from codex_pipeline.cli.serve_command import add_serve_command
 from codex_pipeline.cli.sources_command import add_sources_command
 from codex_pipeline.cli.validate_command import add_validate_command
-from codex_pipeline.datasets.days import DayError, check_days, partitions_start
-from codex_pipeline.datasets.registry import DATASETS
+from codex_pipeline.datasets.days import DayError, check_days
+from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
+from codex_pipeline.settings import CodexSettings, SettingsError
 from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError
 from codex_pipeline.warehouse.catalog_sandbox import QueryRefused, check_statements, open_query_session, refusal
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, sweep_temp_files
 
-DATA_DIR_ENV = "CODEX_DATA_DIR"
 COUNTS_SQL = """\
 SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
        median(token_count)::INT AS p50_tokens, max(token_count) AS max_tokens
@@ -53,17 +55,19 @@ def _print_rows(con, sql: str, params: Sequence[object] = (), records: bool = Fa
         print("  (no rows)")
 
 
-def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
-    """Materialize every asset for each day through Dagster, on the local instance."""
+def run_days(days: Sequence[str], settings: CodexSettings, registry: DatasetRegistry) -> bool:
+    """Materialize every asset for each day through Dagster, on the local instance (``$DAGSTER_HOME``).
+
+    The code location is built here from the command's settings (its ``--data-dir`` included),
+    as ``defs/`` builds it from the environment's.
+    """
     import dagster as dg
 
-    from codex_pipeline.defs import defs
+    from codex_pipeline.defs.definitions import build_definitions
     from codex_pipeline.defs.run_hygiene import local_run_tags, sigterm_kept, sweep_dead_runs
 
-    if data_dir:  # the code location's warehouse resource reads it
-        os.environ[DATA_DIR_ENV] = data_dir
-    job = defs.resolve_job_def("codex_all")
-    home = os.environ.get("DAGSTER_HOME")
+    job = build_definitions(settings, registry).resolve_job_def("codex_all")
+    home = str(settings.dagster_home) if settings.dagster_home else None
     check_home(home)
     ok = True
     with InstanceGuard(home, days[0]) as guard:  # a full $DAGSTER_HOME: one line, no run left open
@@ -72,7 +76,7 @@ def run_days(days: Sequence[str], data_dir: str | None = None) -> bool:
         swept = sweep_dead_runs(instance)  # runs killed earlier must not hold pool slots
         if swept.failed or swept.freed:
             print(f"codex: {swept}", flush=True)
-        temps = sweep_temp_files(Warehouse(data_dir).root)
+        temps = sweep_temp_files(Warehouse(settings.data_dir).root)
         if temps:
             print(f"codex: removed {len(temps)} temp file(s) left by killed writers", flush=True)
         for i, day in enumerate(days, 1):
@@ -99,19 +103,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
     copied = install_sample_landing(wh)
     print(f"data dir: {wh.root} ({len(copied)} sample landing folders installed)")
     try:
-        days = check_days(args.days, start=partitions_start(os.environ)) if args.days else sample_days()
+        days = check_days(args.days, start=args.settings.partitions_start) if args.days else sample_days()
     except DayError as exc:
         print(f"codex demo: {exc}", file=sys.stderr)
         return 2
-    ok = run_days(days, str(wh.root))
+    ok = run_days(days, args.settings, args.names.registry)
+    registry = args.names.registry
     con = connect_catalog(wh, read_only=True)
     try:
-        for spec in DATASETS:
+        for spec in registry:
             if not spec.chunked or not wh.has_files(spec.name, "chunks"):
                 continue
             print(f"\ncodex.{spec.name}_chunks:")
             _print_rows(con, COUNTS_SQL.format(dataset=spec.name))
-        rejects = [s.name for s in DATASETS if wh.has_files(s.name, "rejects")]
+        rejects = [s.name for s in registry if wh.has_files(s.name, "rejects")]
         if rejects:
             print("\nrejected inputs (codex.<dataset>_rejects):")
             _print_rows(con, " UNION ALL ".join(
@@ -120,15 +125,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "SELECT dataset, chunk_id FROM ("
             + " UNION ALL ".join(
                 f"SELECT '{s.name}' AS dataset, chunk_id, parent_chunk_id FROM codex.{s.name}_chunks"
-                for s in DATASETS if s.chunked and wh.has_files(s.name, "chunks"))
+                for s in registry if s.chunked and wh.has_files(s.name, "chunks"))
             + ") WHERE parent_chunk_id IS NOT NULL LIMIT 1"
-        ).fetchall() if any(s.chunked and wh.has_files(s.name, "chunks") for s in DATASETS) else []
+        ).fetchall() if any(s.chunked and wh.has_files(s.name, "chunks") for s in registry) else []
         if hit:
             sql = EXAMPLE_SQL.format(dataset=hit[0][0], hit=hit[0][1], suffix="")
             print(f"\nexample query on {wh.catalog_path}:\n{sql}")
             _print_rows(con, sql)
         else:
-            first = next(s.name for s in DATASETS if s.chunked)
+            first = registry.names(chunked=True)[0]
             sql = (f"SELECT doc_id, count(*) AS chunks, sum(token_count) AS tokens "
                    f"FROM codex.{first}_chunks GROUP BY doc_id ORDER BY doc_id")
             print(f"\nexample query on {wh.catalog_path}:\n{sql}")
@@ -140,11 +145,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_materialize(args: argparse.Namespace) -> int:
     try:
-        days = check_days(args.days, start=partitions_start(os.environ))
+        days = check_days(args.days, start=args.settings.partitions_start)
     except DayError as exc:
         print(f"codex materialize: {exc}", file=sys.stderr)
         return 2
-    return 0 if run_days(days, args.data_dir) else 1
+    return 0 if run_days(days, args.settings, args.names.registry) else 1
 
 
 UNSAFE_FILES_FLAG = "--unsafe-allow-files"
@@ -174,10 +179,14 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings: CodexSettings | None = None) -> argparse.ArgumentParser:
+    """The ``codex`` parser for a deployment's ``settings`` (default: the built-in defaults)."""
+    settings = settings or CodexSettings()
+    names = DatasetNames(settings)
     p = OneLineParser(prog="codex", description=__doc__)
-    p.add_argument("--data-dir", default=os.environ.get(DATA_DIR_ENV) or None,
+    p.add_argument("--data-dir", default=str(settings.data_dir) if settings.data_dir else None,
                    help="data directory (default: $CODEX_DATA_DIR or ./data)")
+    p.set_defaults(names=names)
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="install the sample landing data, run every asset for the sample days, show results")
     d.add_argument("--days", nargs="*", help="partition days (default: all sample days)")
@@ -191,20 +200,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a plain DuckDB session: read and write any file you can (COPY, read_csv, ATTACH, INSTALL)")
     q.set_defaults(func=cmd_query)
     add_catalog_command(sub)
-    add_search_command(sub)
+    add_search_command(sub, names)
     add_serve_command(sub)
     add_inspect_commands(sub)
-    add_eval_command(sub)
-    add_validate_command(sub)
+    add_eval_command(sub, names)
+    add_validate_command(sub, names)
     add_sources_command(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        settings = CodexSettings.from_env(os.environ)
+    except SettingsError as exc:
+        print(f"codex: {exc}", file=sys.stderr)
+        return 2
+    try:
+        args = build_parser(settings).parse_args(argv)
     except SystemExit as done:  # --help, or a usage error already printed as one line
         return done.code if isinstance(done.code, int) else 2
+    args.settings = settings.replace(data_dir=Path(args.data_dir) if args.data_dir else None)
     try:
         return args.func(args)
     except BrokenPipeError:  # `codex … | head`: the reader left, not an error

@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError, rebuild_catalog, table_keys
 from codex_pipeline.warehouse.storage import Warehouse
 
@@ -32,7 +31,7 @@ def cmd_catalog_rebuild(args: argparse.Namespace) -> int:
     except (CatalogBusy, CatalogError) as exc:
         print(f"codex catalog rebuild: {exc}", file=sys.stderr)
         return 2
-    known = {spec.name for spec in DATASETS}
+    known = set(args.names.registry.names())
     datasets = sorted({key.split("/", 1)[0] for key in table_keys(wh)})
     print(f"rebuilt {wh.catalog_path}: {len(views)} views over {len(datasets)} dataset(s) under {wh.root / 'warehouse'}")
     for name in (d for d in datasets if d not in known):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import sys
 import tempfile
 import time
@@ -25,9 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from codex_pipeline.cli.dataset_names import dataset_part
+from codex_pipeline.cli.dataset_names import DatasetNames
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
-from codex_pipeline.datasets.days import partitions_start
+from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.evaluation.checks import NothingToScore, check_chunks, check_propositions
 from codex_pipeline.evaluation.gold import GoldError, load_gold
 from codex_pipeline.evaluation.metrics import Summary
@@ -42,10 +41,11 @@ from codex_pipeline.evaluation.runner import (
     source_maps,
 )
 from codex_pipeline.retrieval import IndexMissing, Retriever, SearchMode
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline.warehouse.storage import Warehouse
 
 
-def add_eval_command(sub: Any) -> None:
+def add_eval_command(sub: Any, names: DatasetNames) -> None:
     """Register ``codex eval`` on the CLI's subparsers."""
     e = sub.add_parser(
         "eval",
@@ -55,7 +55,7 @@ def add_eval_command(sub: Any) -> None:
     )
     e.add_argument("gold", type=Path, help='JSON Lines: {"question": …, "references": [{"source", "start", "end"}]}')
     e.add_argument("--corpus", type=Path, required=True, help="folder the gold sources are relative to")
-    e.add_argument("--dataset", action="append", required=True, metavar="DS[=SUBDIR]", type=dataset_part,
+    e.add_argument("--dataset", action="append", required=True, metavar="DS[=SUBDIR]", type=names.dataset_part,
                    help="dataset to land the corpus into (repeatable: DS=SUBDIR pools several in one index)")
     e.add_argument("-k", type=int, default=5, help="hits scored per question (default 5)")
     e.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)
@@ -106,9 +106,9 @@ def _run(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[
 
 def _evaluate(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequence[Any], data_dir: Path) -> int:
     wh = Warehouse(data_dir)
-    day = partitions_start(os.environ)
+    day = args.settings.partitions_start
     t0 = time.perf_counter()
-    kind = configured_embedder(args.embedder)
+    kind = configured_embedder(args.settings, args.embedder)
     datasets = [p.dataset for p in parts]
     reused = args.no_materialize and args.work_dir is not None
     if not reused:
@@ -119,13 +119,13 @@ def _evaluate(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequ
             return 2
         _say(args, f"landed {', '.join(f'{n} file(s) into {ds}' for ds, n in landed.items())} ({day})")
         progress = None if args.json else sys.stderr
-        if not materialize(wh, datasets, day, kind, propositions=args.units == "propositions", progress=progress):
+        if not materialize(wh, args.settings, args.names.registry, datasets, day, kind, propositions=args.units == "propositions", progress=progress):
             print("codex eval: the materialization failed (see the Dagster log above)", file=sys.stderr)
             return 1
         _say(args, f"materialized through Dagster in {time.perf_counter() - t0:.1f}s")
     check_chunks(wh, datasets, day, reused, kept=args.work_dir is not None)
-    maps = source_maps(wh, parts, args.corpus, day)
-    embedder = query_embedder(kind) if args.mode != SearchMode.BM25.value else None
+    maps = source_maps(wh, args.names.registry, parts, args.corpus, day)
+    embedder = query_embedder(kind, args.settings) if args.mode != SearchMode.BM25.value else None
     retriever = Retriever(wh.root, datasets, embedder=embedder, evidence_units=not args.no_evidence_units)
     if args.units == "propositions":
         check_propositions({ds: _propositions(retriever, ds) for ds in datasets}, wh.root, reused)
@@ -150,8 +150,8 @@ def _propositions(retriever: Retriever, dataset: str) -> int | None:
     return None if props is None else len(props)
 
 
-def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_kind: str, propositions: bool = False,
-                progress: TextIO | None = None) -> bool:
+def materialize(wh: Warehouse, settings: CodexSettings, registry: DatasetRegistry, datasets: Sequence[str], day: dt.date,
+                embedder_kind: str, propositions: bool = False, progress: TextIO | None = None) -> bool:
     """Raw, chunks, embeddings and search index of ``datasets`` for ``day`` (and propositions), in one Dagster run.
 
     ``progress``: where to write a line as each asset step starts and ends (a run takes minutes on a real corpus).
@@ -159,19 +159,20 @@ def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_k
     import dagster as dg
 
     from codex_pipeline.cli.eval_progress import progress_logger
-    from codex_pipeline.datasets.registry import get_dataset
     from codex_pipeline.defs.assets import build_dataset_assets
+    from codex_pipeline.defs.partitions import daily_partitions
     from codex_pipeline.defs.proposition_assets import PropositionSettings, build_proposition_assets
     from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
     from codex_pipeline.defs.run_hygiene import sigterm_kept
     from codex_pipeline.defs.search_assets import build_search_index_asset
 
+    partitions = daily_partitions(settings)
     assets = []
     for name in datasets:
-        spec = get_dataset(name)
-        assets += [*build_dataset_assets(spec), build_search_index_asset(spec)]
+        spec = registry.get(name)
+        assets += [*build_dataset_assets(spec, partitions), build_search_index_asset(spec, partitions)]
         if propositions:  # whether or not the registry opts the dataset in: the eval compares units
-            assets += build_proposition_assets(spec)
+            assets += build_proposition_assets(spec, partitions)
     loggers = {"console": dg.colored_console_logger}
     run_loggers: dict[str, Any] = {"console": {"config": {"log_level": "WARNING"}}}
     if progress is not None:
@@ -180,7 +181,7 @@ def materialize(wh: Warehouse, datasets: Sequence[str], day: dt.date, embedder_k
     defs = dg.Definitions(
         assets=assets,
         jobs=[dg.define_asset_job("codex_eval")],
-        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings.from_environment(embedder_kind),
+        resources={"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": EmbeddingSettings.from_settings(settings, embedder_kind),
                    "propositions": PropositionSettings()},
         loggers=loggers,
     )

@@ -22,7 +22,7 @@ import datetime as dt
 import re
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 
@@ -30,6 +30,9 @@ from codex_pipeline.cli.errors import busy_line, explain
 from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
 from codex_pipeline.explore.navigation import ChunkCollection
 from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, CatalogBusy, Warehouse, connect_catalog
+
+if TYPE_CHECKING:
+    from codex_pipeline.datasets.registry import DatasetRegistry
 
 __all__ = ["InspectError", "add_inspect_commands"]
 
@@ -120,6 +123,8 @@ def _run(args: argparse.Namespace, body) -> int:
             text = body(con, wh)
         except duckdb.Error as exc:
             raise InspectError(explain(exc, wh, con)) from None
+        except _NoView as exc:
+            raise _no_view(exc, wh, args.names.registry) from None
         finally:
             con.close()
     except InspectError as exc:
@@ -213,25 +218,34 @@ def _chunk_views(con) -> dict[str, str]:
     return {n.removesuffix("_chunks"): f"{SCHEMA}.{n}" for (n,) in names}
 
 
+class _NoView(Exception):
+    """No chunks view for ``dataset``: :func:`_run` says why, from the command's registry."""
+
+    def __init__(self, dataset: str, have: list[str]) -> None:
+        super().__init__(dataset)
+        self.dataset, self.have = dataset, have
+
+
 def _view_for(con, wh: Warehouse, dataset: str) -> str:
     views = _chunk_views(con)
     if _DATASET.match(dataset) and dataset in views:
         return views[dataset]
-    from codex_pipeline.datasets.registry import DATASETS  # only on this error path: it imports every chunker
+    raise _NoView(dataset, list(views))
 
-    known = {s.name: s for s in DATASETS}
-    have = ", ".join(views) or "none yet"
-    if dataset not in known:
-        raise InspectError(
+
+def _no_view(exc: _NoView, wh: Warehouse, registry: DatasetRegistry) -> InspectError:
+    dataset, have = exc.dataset, ", ".join(exc.have) or "none yet"
+    if dataset not in registry.names():
+        return InspectError(
             f"unknown dataset {dataset!r}; datasets with chunks in this catalog: {have} "
-            f"(registered: {', '.join(known)})"
+            f"(registered: {', '.join(registry.names())})"
         )
-    if not known[dataset].chunked:
-        raise InspectError(
+    if not registry.get(dataset).chunked:
+        return InspectError(
             f"dataset {dataset!r} is not chunked (raw export only, no codex.{dataset}_chunks); "
             f"its records are in codex.{dataset}_raw: codex query \"SELECT * FROM codex.{dataset}_raw LIMIT 5\""
         )
-    raise InspectError(
+    return InspectError(
         f"no chunks for dataset {dataset!r} yet (no view codex.{dataset}_chunks in {wh.catalog_path}); "
         f"land files in {wh.root / 'landing' / dataset}/YYYY-MM-DD/ and {MATERIALIZE_HINT}"
     )

@@ -1,7 +1,7 @@
-"""The embedder a CLI command embeds queries with, built from the environment.
+"""The embedder a CLI command embeds queries with, built from the command's settings.
 
-``CODEX_EMBEDDER`` (or ``--embedder``) picks the kind; ``openai`` reaches
-``$OPENAI_BASE_URL`` (the OpenAI API when unset) with ``$OPENAI_API_KEY``, as the code
+``--embedder`` (else the settings' ``embedder``, ``$CODEX_EMBEDDER``) picks the kind; ``openai``
+reaches the settings' OpenAI server (the OpenAI API when unset) with their key, as the code
 location's ``embedding`` resource does (``defs/resources.py``). A query is interactive:
 two retries, not the six a materialization gets, and their warnings stay quiet (the
 error that ends the command says how many attempts were made).
@@ -11,47 +11,38 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import Iterator
 
 from codex_pipeline.cli.errors import CliError
 from codex_pipeline.embeddings import KINDS, Embedder, make_embedder
-from codex_pipeline.embeddings.runtimes import query_options
+from codex_pipeline.settings import CodexSettings, OpenAISettings
 from codex_pipeline.transport import OpenAIConnection, RetryPolicy
 
-EMBEDDER_ENV = "CODEX_EMBEDDER"
-API_KEY_ENV = "OPENAI_API_KEY"
-BASE_URL_ENV = "OPENAI_BASE_URL"
 QUERY_RETRY = RetryPolicy(max_retries=2, backoff_base=0.5, max_delay=4.0, max_retry_after=10.0)
 QUERY_TIMEOUT_S = 30.0
 
 
-def configured_embedder(flag: str | None = None) -> str:
-    """``--embedder``, else ``$CODEX_EMBEDDER``, else the local model: what every CLI command embeds queries with."""
-    kind = (flag or os.environ.get(EMBEDDER_ENV) or "local").strip().lower()
+def configured_embedder(settings: CodexSettings, flag: str | None = None) -> str:
+    """``--embedder``, else the settings' embedder: what every CLI command embeds queries with."""
+    kind = (flag or settings.embedder).strip().lower()
     if kind not in KINDS:
-        source = f"--embedder {flag}" if flag else f"{EMBEDDER_ENV}={os.environ.get(EMBEDDER_ENV)}"
-        raise CliError(f"unknown embedder {kind!r} ({source}): use {' or '.join(KINDS)}")
+        raise CliError(f"unknown embedder {kind!r} (--embedder {flag}): use {' or '.join(KINDS)}")
     return kind
 
 
-def openai_connection() -> OpenAIConnection:
-    """``$OPENAI_BASE_URL`` with ``$OPENAI_API_KEY``, pressed as an interactive query may be."""
-    return OpenAIConnection(
-        api_key=os.environ.get(API_KEY_ENV, "").strip(),
-        base_url=os.environ.get(BASE_URL_ENV) or None,
-        timeout=QUERY_TIMEOUT_S,
-        retry=QUERY_RETRY,
-    )
+def openai_connection(openai: OpenAISettings) -> OpenAIConnection:
+    """The settings' server and key, pressed as an interactive query may be."""
+    return OpenAIConnection(api_key=openai.api_key, base_url=openai.base_url, timeout=QUERY_TIMEOUT_S,
+                            retry=QUERY_RETRY)
 
 
-def query_embedder(kind: str) -> Embedder:
-    """The query embedder of ``kind`` (``local`` or ``openai``)."""
+def query_embedder(kind: str, settings: CodexSettings) -> Embedder:
+    """The query embedder of ``kind`` (``local`` or ``openai``) reached as ``settings`` say."""
     kind = kind.strip().lower()
     if kind == "openai":
-        return make_embedder("openai", connection=openai_connection())
+        return make_embedder("openai", connection=openai_connection(settings.openai))
     if kind == "local":
-        return make_embedder("local", options=query_options(os.environ))
+        return make_embedder("local", options=settings.local_model.for_queries())
     return make_embedder(kind)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from codex_pipeline.cli.arg_types import day, positive_int
-from codex_pipeline.cli.dataset_names import chunked_dataset
+from codex_pipeline.cli.dataset_names import DatasetNames
 from codex_pipeline.cli.errors import CliError, embedder_line, one_line
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder, quiet_retries, where
 from codex_pipeline.cli.search_output import print_hits, print_proposition_hits, print_warnings, strict_exit
@@ -37,7 +37,7 @@ from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, 
 __all__ = ["add_search_command", "cmd_search", "configured_embedder"]
 
 
-def add_search_command(sub: Any) -> None:
+def add_search_command(sub: Any, names: DatasetNames) -> None:
     """Register ``codex search`` on the CLI's subparsers."""
     s = sub.add_parser(
         "search",
@@ -46,7 +46,7 @@ def add_search_command(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("query", nargs="+", help="the query (several words need no quotes)")
-    s.add_argument("--dataset", "-d", action="append", default=[], type=chunked_dataset, help="dataset(s) to search (default: every indexed one)")
+    s.add_argument("--dataset", "-d", action="append", default=[], type=names.chunked_dataset, help="dataset(s) to search (default: every indexed one)")
     s.add_argument("-k", type=positive_int, default=5, help="hits to return (default 5)")
     s.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)
     s.add_argument("--type", dest="types", action="append", default=[], help="only these chunk types (repeatable)")
@@ -68,12 +68,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     wh = Warehouse(args.data_dir)
     args.query = _query(args)
-    kind = configured_embedder(args.embedder)
+    kind = configured_embedder(args.settings, args.embedder)
     embedder = None
     try:
         with quiet_retries():
             if args.history or args.mode != SearchMode.BM25.value:
-                embedder = query_embedder(kind)
+                embedder = query_embedder(kind, args.settings)
             if args.history:
                 return _history(wh, args, embedder)
             return _search(wh, args, kind, embedder, t0)
@@ -121,10 +121,8 @@ def _search_once(wh: Warehouse, args: argparse.Namespace, kind: str, embedder: A
 
 def _query(args: argparse.Namespace) -> str:
     """The query text; the old form ``codex search DATASET QUERY`` still works (the dataset becomes ``--dataset``)."""
-    from codex_pipeline.datasets.registry import DATASETS
-
     words = list(args.query)
-    if len(words) > 1 and not args.dataset and words[0] in {s.name for s in DATASETS}:
+    if len(words) > 1 and not args.dataset and words[0] in args.names.registry.names():
         args.dataset = [words.pop(0)]
         print(f"codex search: searching dataset {args.dataset[0]} (write --dataset {args.dataset[0]})", file=sys.stderr)
     return " ".join(words)

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 from codex_pipeline.cli.arg_types import positive_int
 from codex_pipeline.cli.errors import CliError
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
+from codex_pipeline.settings import CodexSettings, EnvName
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from codex_pipeline.serve.config import ServeConfig
 
-API_KEY_ENV = "CODEX_SERVE_API_KEY"
-WORKER_ENV = "CODEX_SERVE_WORKER_SETTINGS"
+API_KEY_ENV = EnvName.SERVE_API_KEY
+WORKER_ENV = EnvName.SERVE_WORKER_SETTINGS
 """The settings ``--workers`` processes build their app from (JSON; the API key stays in its own variable)."""
 
 
@@ -69,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "data_dir": str(Warehouse(args.data_dir).root), "api_key_env": args.api_key_env,
         "cors_origins": list(args.cors_origin), "max_query_chars": args.max_query_chars, "max_k": args.max_k,
         "max_body_bytes": args.max_body_bytes, "refresh_seconds": args.refresh_seconds, "rebuild": args.rebuild,
-        "embedder": configured_embedder(args.embedder),
+        "embedder": configured_embedder(args.settings, args.embedder),
     }
     if args.host not in ("127.0.0.1", "localhost", "::1") and _api_key(settings) is None:
         print(f"codex serve: binding {args.host} without an API key (set ${args.api_key_env}); "
@@ -80,11 +81,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ[WORKER_ENV] = json.dumps(settings)
         uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers, **options)
     else:
-        uvicorn.run(create_app(_config(settings)), **options)
+        uvicorn.run(create_app(_config(settings, args.settings)), **options)
     return 0
 
 
-def _config(settings: dict[str, Any]) -> ServeConfig:
+def _config(settings: dict[str, Any], codex: CodexSettings) -> ServeConfig:
     from codex_pipeline.serve.config import ServeConfig
 
     return ServeConfig(
@@ -92,7 +93,7 @@ def _config(settings: dict[str, Any]) -> ServeConfig:
         cors_origins=tuple(settings["cors_origins"]), max_query_chars=settings["max_query_chars"],
         max_k=settings["max_k"], max_body_bytes=settings["max_body_bytes"],
         refresh_interval_s=settings["refresh_seconds"], rebuild=settings["rebuild"],
-        embedder=query_embedder(settings["embedder"]), embedder_kind=settings["embedder"],
+        embedder=query_embedder(settings["embedder"], codex), embedder_kind=settings["embedder"],
     )
 
 
@@ -104,4 +105,4 @@ def worker_app() -> FastAPI:
     """The app of one ``--workers`` process, from the settings the command put in its environment."""
     from codex_pipeline.serve.app import create_app
 
-    return create_app(_config(json.loads(os.environ[WORKER_ENV])))
+    return create_app(_config(json.loads(os.environ[WORKER_ENV]), CodexSettings.from_env(os.environ)))

@@ -20,22 +20,23 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.cli.arg_types import day as day_arg
-from codex_pipeline.cli.dataset_names import dataset_part
+from codex_pipeline.cli.dataset_names import DatasetNames
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
 from codex_pipeline.datasets import steps
-from codex_pipeline.datasets.registry import DATASETS, get_dataset
+from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.datasets.validation import DEFAULT_SAMPLE, ValidationReport, validate_dataset
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline.warehouse.storage import Warehouse
 
 CITATION_TARGET = 0.90
 COVERED = 0.5  # a reference counts as cited when the top hit covers at least this share of its characters
 
 
-def add_validate_command(sub: Any) -> None:
+def add_validate_command(sub: Any, names: DatasetNames) -> None:
     """Register ``codex validate`` on the CLI's subparsers."""
     v = sub.add_parser("validate", help="seed-003 validator: unique ids, locator order, offsets, stable ids (+ gold)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("--dataset", "-d", action="append", default=[], metavar="DS[=SUBDIR]", type=dataset_part,
+    v.add_argument("--dataset", "-d", action="append", default=[], metavar="DS[=SUBDIR]", type=names.dataset_part,
                    help="dataset(s) to validate (default: every chunked dataset with published chunks); "
                         "with --gold, SUBDIR is the folder of --corpus the dataset was landed from")
     v.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help=f"chunks sampled per dataset (default {DEFAULT_SAMPLE})")
@@ -68,7 +69,7 @@ class CitationResult:
 def cmd_validate(args: argparse.Namespace) -> int:
     wh = Warehouse(args.data_dir)
     try:
-        parts = [_part(v) for v in args.dataset]
+        parts = [_part(v, args.names.registry) for v in args.dataset]
         days = [dt.date.fromisoformat(d) for d in args.day] or None
     except (KeyError, ValueError) as exc:
         print(f"codex validate: {exc}", file=sys.stderr)
@@ -76,17 +77,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.sample < 1:
         print("codex validate: --sample must be at least 1", file=sys.stderr)
         return 2
-    names = [n for n, _ in parts] or [s.name for s in DATASETS if s.chunked and wh.partitions(s.name, "chunks")]
+    registry = args.names.registry
+    names = [n for n, _ in parts] or [n for n in registry.names(chunked=True) if wh.partitions(n, "chunks")]
     if not names:
         print(f"codex validate: no published chunks under {wh.root}: materialize first (codex materialize DAY)",
               file=sys.stderr)
         return 2
-    reports = [validate_dataset(wh, get_dataset(n), sample=args.sample, seed=args.seed, days=days) for n in names]
+    reports = [validate_dataset(wh, registry.get(n), sample=args.sample, seed=args.seed, days=days) for n in names]
     citations = None
     if args.gold is not None:
         try:
             citations = citation_match(wh, args.gold, args.corpus or args.gold.parent, parts or [(n, "") for n in names],
-                                       args.mode)
+                                       args.settings, args.mode)
         except (ValueError, OSError) as exc:
             print(f"codex validate: {exc}", file=sys.stderr)
             return 2
@@ -103,9 +105,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _part(value: str) -> tuple[str, str]:
+def _part(value: str, registry: DatasetRegistry) -> tuple[str, str]:
     name, _, sub = value.partition("=")
-    spec = get_dataset(name.strip())  # KeyError names the known datasets
+    spec = registry.get(name.strip())  # KeyError names the known datasets
     if not spec.chunked:
         raise KeyError(f"{spec.name} is not chunked: nothing to validate")
     return spec.name, Path(sub.strip()).as_posix() if sub.strip() else ""
@@ -128,7 +130,7 @@ def _print(reports: Sequence[ValidationReport], citations: CitationResult | None
 
 
 def citation_match(wh: Warehouse, gold: Path, corpus: Path, parts: Sequence[tuple[str, str]],
-                   mode: str = "hybrid") -> CitationResult:
+                   settings: CodexSettings, mode: str = "hybrid") -> CitationResult:
     """Share of gold references whose characters the top hit's chunk covers at least :data:`COVERED` of."""
     from codex_pipeline.evaluation.gold import load_gold, read_source
     from codex_pipeline.evaluation.metrics import intersection, merge
@@ -142,8 +144,8 @@ def citation_match(wh: Warehouse, gold: Path, corpus: Path, parts: Sequence[tupl
         for day in wh.partitions(name, "raw"):
             for doc in steps.documents_from_raw(wh.read(name, "raw", day)):
                 maps[doc.doc_id] = build_source_map(doc, files, sub)
-    kind = configured_embedder()
-    embedder = query_embedder(kind) if kind == "openai" else None  # the local model: built by the Retriever
+    kind = configured_embedder(settings)
+    embedder = query_embedder(kind, settings) if kind == "openai" else None  # the local model: built by the Retriever
     retriever = Retriever(wh.root, [n for n, _ in parts], embedder=embedder, embedder_kind=kind)
     total = matched = 0
     misses = []

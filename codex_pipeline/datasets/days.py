@@ -1,9 +1,9 @@
 """Which landing days are partitions, checked without Dagster.
 
-The partitions are the days from ``$CODEX_PARTITIONS_START`` (default
+The partitions are the days from the settings' ``partitions_start`` (default
 2026-11-01) to yesterday, UTC: a day becomes a partition once it is over, the
 rule of Dagster's ``DailyPartitionsDefinition`` that ``defs.partitions`` builds
-from :func:`partitions_start`, handed the environment by the edge. Checking a day here first lets the CLI answer a
+from the same start. Checking a day here first lets the CLI answer a
 bad argument with one line naming the valid range instead of a
 ``DagsterUnknownPartitionError`` traceback.
 """
@@ -11,38 +11,16 @@ bad argument with one line naming the valid range instead of a
 from __future__ import annotations
 
 import datetime as dt
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-PARTITIONS_START_ENV = "CODEX_PARTITIONS_START"
-DEFAULT_PARTITIONS_START = dt.date(2026, 11, 1)
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+from codex_pipeline.settings import EnvName
+from codex_pipeline.settings.codex import parse_iso_day
+
+PARTITIONS_START_ENV = EnvName.PARTITIONS_START
 
 
 class DayError(ValueError):
     """A day argument or setting that is not a partition; the message is one line."""
-
-
-def parse_iso_day(text: str) -> dt.date | None:
-    """``YYYY-MM-DD`` as a date, or None (``fromisoformat`` alone would also take ``20261101``)."""
-    text = text.strip()
-    if not _ISO_DAY.fullmatch(text):
-        return None
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        return None
-
-
-def partitions_start(environ: Mapping[str, str]) -> dt.date:
-    """The first partition: ``CODEX_PARTITIONS_START`` in ``environ`` if set, else 2026-11-01."""
-    raw = environ.get(PARTITIONS_START_ENV, "").strip()
-    if not raw:
-        return DEFAULT_PARTITIONS_START
-    day = parse_iso_day(raw)
-    if day is None:
-        raise DayError(f"{PARTITIONS_START_ENV}={raw!r} is not a date (expected YYYY-MM-DD)")
-    return day
 
 
 def last_partition(now: dt.datetime | None = None) -> dt.date:

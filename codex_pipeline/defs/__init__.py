@@ -1,32 +1,30 @@
 """The Codex code location: thin Dagster wiring around the pure library.
 
 The only layer that imports Dagster; it may import every other layer but ``cli``.
+``defs`` is :func:`~codex_pipeline.defs.definitions.build_definitions` of the process
+environment's settings, made when first asked for (by Dagster's loader, which lists this
+module's names), so importing a module of this package reads nothing.
 """
+
+import functools
+import os
 
 import dagster as dg
 
-from codex_pipeline.defs.assets import dataset_assets
-from codex_pipeline.defs.executors import configured_executor
-from codex_pipeline.defs.jobs import codex_all_job
-from codex_pipeline.defs.proposition_assets import default_proposition_settings, proposition_assets
-from codex_pipeline.defs.resources import CodexDuckDB, CodexWarehouse, EmbeddingSettings
-from codex_pipeline.defs.run_hygiene import run_hygiene_sensor
-from codex_pipeline.defs.schedules import daily_schedule
-from codex_pipeline.defs.search_assets import search_index_assets
-from codex_pipeline.defs.sensors import version_sensor
 
-defs = dg.Definitions(
-    assets=dataset_assets + search_index_assets + proposition_assets,
-    jobs=[codex_all_job],
-    schedules=[daily_schedule],
-    sensors=[version_sensor, run_hygiene_sensor],
-    # None (the default) keeps Dagster's multiprocess executor; $CODEX_EXECUTOR=celery
-    # spreads the steps over Celery workers (deploy/, docs/deployment.md).
-    executor=configured_executor(),
-    resources={
-        "warehouse": CodexWarehouse(),
-        "duckdb": CodexDuckDB(),
-        "embedding": EmbeddingSettings.from_environment(),
-        "propositions": default_proposition_settings,
-    },
-)
+@functools.cache
+def _code_location() -> dg.Definitions:
+    from codex_pipeline.defs.definitions import build_definitions
+    from codex_pipeline.settings import CodexSettings
+
+    return build_definitions(CodexSettings.from_env(os.environ))
+
+
+def __getattr__(name: str) -> dg.Definitions:
+    if name == "defs":
+        return _code_location()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return ["defs"]

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-import codex_pipeline.defs.environment  # noqa: F401  (registers $CODEX_MAPPINGS_DIR datasets before the factories iterate the registry)
-from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
+from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
 from codex_pipeline.defs.checks import build_chunk_checks, chunks_key, contract_check_spec
 from codex_pipeline.defs.metadata import (
     ADDRESS_CHECK,
@@ -23,13 +22,12 @@ from codex_pipeline.defs.metadata import (
     embeddings_metadata,
     raw_metadata,
 )
-from codex_pipeline.defs.partitions import daily_partitions
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.pipeline import run_chunks_day, run_embeddings, run_raw_day
 
 __all__ = [
-    "ADDRESS_CHECK", "CONTRACT_CHECK", "EMBEDDINGS_POOL", "ONE_RUN_PER_DAY", "UNIQUE_CHECK", "assets_by_dataset",
-    "build_chunks_asset", "build_dataset_assets", "build_embeddings_asset", "build_raw_asset", "dataset_assets",
+    "ADDRESS_CHECK", "CONTRACT_CHECK", "EMBEDDINGS_POOL", "ONE_RUN_PER_DAY", "UNIQUE_CHECK",
+    "build_chunks_asset", "build_dataset_assets", "build_embeddings_asset", "build_raw_asset", "dataset_definitions",
 ]
 
 # Backfill policies are beta in Dagster 1.13, and a job spanning assets with
@@ -65,12 +63,12 @@ def _day(context: dg.AssetExecutionContext) -> dt.date:
     return dt.date.fromisoformat(context.partition_key)
 
 
-def build_raw_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+def build_raw_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "raw"]),
         backfill_policy=ONE_RUN_PER_DAY,
         group_name=spec.name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
         code_version=spec.source_version,
         output_required=False,  # a day with no landing folder materializes nothing downstream
         kinds=KINDS,
@@ -92,13 +90,13 @@ def _chunks_description(spec: DatasetSpec) -> str:
     )
 
 
-def build_chunks_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+def build_chunks_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.asset(
         key=chunks_key(spec),
         deps=[dg.AssetKey([spec.name, "raw"])],
         backfill_policy=ONE_RUN_PER_DAY,
         group_name=spec.name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
         code_version=spec.chunking_version,
         kinds=KINDS,
         description=_chunks_description(spec),
@@ -120,12 +118,12 @@ def _embeddings_description(spec: DatasetSpec) -> str:
     )
 
 
-def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+def build_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "embeddings"]),
         deps=[chunks_key(spec)],
         group_name=spec.name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
         backfill_policy=ONE_RUN_PER_DAY,
         pool=EMBEDDINGS_POOL,
         kinds=KINDS,
@@ -142,14 +140,14 @@ def build_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
     return embeddings
 
 
-def build_dataset_assets(spec: DatasetSpec) -> list[dg.AssetsDefinition]:
+def build_dataset_assets(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
     """The dataset's assets, then the checks that run as steps of their own (an AssetChecksDefinition has no ``key``)."""
     if not spec.chunked:
-        return [build_raw_asset(spec)]
-    return [build_raw_asset(spec), build_chunks_asset(spec), build_embeddings_asset(spec), *build_chunk_checks(spec)]
+        return [build_raw_asset(spec, partitions)]
+    return [build_raw_asset(spec, partitions), build_chunks_asset(spec, partitions),
+            build_embeddings_asset(spec, partitions), *build_chunk_checks(spec)]
 
 
-assets_by_dataset: dict[str, list[dg.AssetsDefinition]] = {
-    spec.name: build_dataset_assets(spec) for spec in DATASETS
-}
-dataset_assets = [a for assets in assets_by_dataset.values() for a in assets]
+def dataset_definitions(registry: DatasetRegistry, partitions: dg.PartitionsDefinition) -> dg.Definitions:
+    """Every dataset's raw → chunks → embeddings chain and the chunks' checks."""
+    return dg.Definitions(assets=[a for spec in registry for a in build_dataset_assets(spec, partitions)])

@@ -1,8 +1,10 @@
-"""The one partitioning scheme: a landing day, from ``$CODEX_PARTITIONS_START`` (default 2026-11-01)."""
+"""The one partitioning scheme: a landing day, from the settings' ``partitions_start`` (default 2026-11-01)."""
 
 import dagster as dg
 
-from codex_pipeline.defs.environment import first_partition
+from codex_pipeline.settings import CodexSettings
 
-PARTITIONS_START = first_partition().isoformat()
-daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START)
+
+def daily_partitions(settings: CodexSettings) -> dg.DailyPartitionsDefinition:
+    """A partition per UTC day from ``settings.partitions_start``: every asset of a code location shares it."""
+    return dg.DailyPartitionsDefinition(start_date=settings.partitions_start.isoformat())

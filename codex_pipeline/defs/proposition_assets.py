@@ -11,9 +11,7 @@ import datetime as dt
 
 import dagster as dg
 
-from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
-from codex_pipeline.defs.environment import configured_extractor_kind
-from codex_pipeline.defs.partitions import daily_partitions
+from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, PropositionSettings
 from codex_pipeline.propositions.base import Extractor
 from codex_pipeline.propositions.run import PropositionsRun, run_proposition_embeddings, run_propositions
@@ -38,14 +36,14 @@ def _contract_check(key: dg.AssetKey) -> dg.AssetCheckSpec:
     )
 
 
-def build_propositions_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+def build_propositions_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     key = dg.AssetKey([spec.name, TABLE])
 
     @dg.asset(
         key=key,
         deps=[dg.AssetKey([spec.name, "chunks"])],
         group_name=spec.name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
         backfill_policy=BACKFILL,
         kinds={"parquet", "duckdb"},
         description=(
@@ -98,12 +96,12 @@ def _propositions_result(run: PropositionsRun, extractor: Extractor) -> dg.Mater
     )
 
 
-def build_proposition_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, EMBEDDINGS_TABLE]),
         deps=[dg.AssetKey([spec.name, TABLE])],
         group_name=spec.name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
         backfill_policy=BACKFILL,
         pool=EMBEDDINGS_POOL,
         kinds={"parquet", "duckdb"},
@@ -130,9 +128,12 @@ def build_proposition_embeddings_asset(spec: DatasetSpec) -> dg.AssetsDefinition
     return proposition_embeddings
 
 
-def build_proposition_assets(spec: DatasetSpec) -> list[dg.AssetsDefinition]:
-    return [build_propositions_asset(spec), build_proposition_embeddings_asset(spec)] if spec.chunked and spec.propositions else []
+def build_proposition_assets(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
+    if not (spec.chunked and spec.propositions):
+        return []
+    return [build_propositions_asset(spec, partitions), build_proposition_embeddings_asset(spec, partitions)]
 
 
-proposition_assets = [a for spec in DATASETS for a in build_proposition_assets(spec)]
-default_proposition_settings = PropositionSettings(kind=configured_extractor_kind())
+def proposition_definitions(registry: DatasetRegistry, partitions: dg.PartitionsDefinition) -> dg.Definitions:
+    """`[dataset, propositions]` → `[dataset, proposition_embeddings]` for every dataset that opts in."""
+    return dg.Definitions(assets=[a for spec in registry for a in build_proposition_assets(spec, partitions)])

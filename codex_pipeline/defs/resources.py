@@ -1,29 +1,48 @@
 """Dagster resources: where the data lives, how DuckDB is opened, which models run and how they are reached.
 
-Environment variables are read here (through :mod:`.environment`) when a resource
-is used, and passed down; ``docs/configuration.md`` lists every setting.
+The code location makes them from its :class:`~codex_pipeline.settings.CodexSettings`
+(:func:`resources_from_settings`); their fields are what the UI's launchpad shows and can
+override. ``docs/configuration.md`` lists every setting.
 """
+
+import os
+from typing import Any
 
 import dagster as dg
 import duckdb
 
-from codex_pipeline.defs import environment
+from codex_pipeline.settings import CodexSettings, OpenAISettings
 from codex_pipeline.transport import OpenAIConnection, RetryPolicy
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.tuning import CheckpointPolicy, Tuning
 
 
 class CodexWarehouse(dg.ConfigurableResource):
     """The data directory: landing files, partitioned Parquet and the DuckDB catalog.
 
-    Empty ``data_dir`` means ``$CODEX_DATA_DIR`` or ``data/`` in the checkout. The
-    warehouse carries the deployment's tuning (``$CODEX_REDIRECT_THREADS``,
-    ``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``_SECONDS``) to the steps it is given to.
+    Empty ``data_dir`` means ``data/`` in the checkout. The warehouse carries the
+    deployment's tuning (redirect threads, embedding checkpoints, landing links) to the
+    steps it is given to.
     """
 
     data_dir: str | None = None
+    redirect_threads: int | None = None
+    checkpoint_inputs: int = CheckpointPolicy().every_inputs
+    checkpoint_seconds: float = CheckpointPolicy().every_seconds
+    follow_landing_links: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: CodexSettings) -> "CodexWarehouse":
+        """The data directory and tuning of ``settings``."""
+        t = settings.tuning
+        return cls(data_dir=str(settings.data_dir) if settings.data_dir else None, redirect_threads=t.redirect_threads,
+                   checkpoint_inputs=t.checkpoint.every_inputs, checkpoint_seconds=t.checkpoint.every_seconds,
+                   follow_landing_links=t.follow_landing_links)
 
     def get(self) -> Warehouse:
-        return Warehouse(self.data_dir or environment.data_dir(), environment.tuning())
+        """The warehouse, with this resource's tuning."""
+        checkpoint = CheckpointPolicy(self.checkpoint_inputs, self.checkpoint_seconds)
+        return Warehouse(self.data_dir, Tuning(self.redirect_threads, checkpoint, self.follow_landing_links))
 
 
 class CodexDuckDB(dg.ConfigurableResource):
@@ -39,14 +58,15 @@ class CodexDuckDB(dg.ConfigurableResource):
     data_dir: str | None = None
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        return connect_catalog(Warehouse(self.data_dir or environment.data_dir()), read_only=True)
+        return connect_catalog(Warehouse(self.data_dir), read_only=True)
 
 
 class OpenAIConnectionConfig(dg.Config):
     """How an OpenAI-compatible server is reached; one shape for embeddings and propositions.
 
-    The key comes only from ``OPENAI_API_KEY`` (never from config, so it never shows
-    in the UI or in run metadata). Empty ``base_url`` means ``$OPENAI_BASE_URL``, else
+    The key comes only from ``OPENAI_API_KEY`` in the environment of the process that
+    runs the step (a Celery worker's own, say; never from config, so it never shows in
+    the UI or in run metadata). Empty ``base_url`` means ``$OPENAI_BASE_URL`` there, else
     the OpenAI API. Retries: 429 / 5xx / timeouts, at most ``max_retries`` per request,
     backoff from ``backoff_base_s`` up to ``max_backoff_s``, ``Retry-After`` honoured up
     to ``max_retry_after_s``.
@@ -61,9 +81,11 @@ class OpenAIConnectionConfig(dg.Config):
     max_retry_after_s: float = 120.0
 
     def connection(self) -> OpenAIConnection:
+        """The transport to the server, with the running process's key."""
+        reached = OpenAISettings.from_env(os.environ)
         return OpenAIConnection(
-            api_key=environment.openai_api_key(),
-            base_url=self.base_url or environment.openai_base_url(),
+            api_key=reached.api_key,
+            base_url=self.base_url or reached.base_url,
             timeout=self.timeout_s,
             max_concurrency=self.max_concurrency,
             retry=RetryPolicy(
@@ -78,7 +100,7 @@ class OpenAIConnectionConfig(dg.Config):
 class EmbeddingSettings(dg.ConfigurableResource):
     """Which embedding model the `[dataset, embeddings]` assets use.
 
-    ``kind="local"`` (default; ``$CODEX_EMBEDDER`` in the code location) is
+    ``kind="local"`` (default; the settings' ``embedder``) is
     all-MiniLM-L6-v2 from the packaged, SHA-checked weights: no key, no network.
     ``kind="openai"`` is ``openai_model`` (text-embedding-3-large) at
     ``openai_dimensions`` (1536), reached as ``openai`` says.
@@ -95,10 +117,10 @@ class EmbeddingSettings(dg.ConfigurableResource):
     openai: OpenAIConnectionConfig = OpenAIConnectionConfig()
 
     @classmethod
-    def from_environment(cls, kind: str | None = None) -> "EmbeddingSettings":
-        """``kind`` (default ``$CODEX_EMBEDDER``) with the local model's ``$CODEX_EMBED_*`` settings."""
-        local = environment.local_model_options()
-        return cls(kind=kind or environment.configured_kind(), local_runtime=local.runtime,
+    def from_settings(cls, settings: CodexSettings, kind: str | None = None) -> "EmbeddingSettings":
+        """``kind`` (default: the settings' ``embedder``) with the settings' local model options."""
+        local = settings.local_model
+        return cls(kind=kind or settings.embedder, local_runtime=local.runtime,
                    local_precision=local.precision, local_threads=local.threads or 0)
 
     def build(self):
@@ -121,7 +143,7 @@ class EmbeddingSettings(dg.ConfigurableResource):
 class PropositionSettings(dg.ConfigurableResource):
     """How propositions are extracted.
 
-    ``kind="offline"`` (default; ``$CODEX_PROPOSITION_EXTRACTOR`` in the code location):
+    ``kind="offline"`` (default; the settings' ``extractor``):
     deterministic, no model, exact spans. ``kind="openai"``: ``openai_model`` through
     the chat API, reached as ``openai`` says (timeout 120 s by default). ``prices`` lays
     ``{model: {"input_per_1m", "output_per_1m"}}`` (USD) over the built-in table;
@@ -149,3 +171,13 @@ class PropositionSettings(dg.ConfigurableResource):
             prices=price_table(self.prices),
             connection=self.openai.connection(),
         )
+
+
+def resources_from_settings(settings: CodexSettings) -> dict[str, Any]:
+    """The code location's resources, by the names its assets, checks and sensors ask for."""
+    return {
+        "warehouse": CodexWarehouse.from_settings(settings),
+        "duckdb": CodexDuckDB(data_dir=str(settings.data_dir) if settings.data_dir else None),
+        "embedding": EmbeddingSettings.from_settings(settings),
+        "propositions": PropositionSettings(kind=settings.extractor),
+    }

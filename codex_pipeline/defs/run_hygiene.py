@@ -40,8 +40,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from codex_pipeline.defs.environment import data_dir
-from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files
+from codex_pipeline.defs.resources import CodexWarehouse
+from codex_pipeline.warehouse.storage import sweep_temp_files
 
 log = logging.getLogger(__name__)
 
@@ -276,11 +276,11 @@ def _free_slots(instance: dg.DagsterInstance, report: SweepReport, finished_grac
         "that killed writers left in the data directory (untouched for an hour)."
     ),
 )
-def run_hygiene_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+def run_hygiene_sensor(context: dg.SensorEvaluationContext, warehouse: CodexWarehouse) -> dg.SkipReason:
     swept = sweep_dead_runs(context.instance)
     if swept.failed or swept.freed:
         context.log.warning(f"run hygiene: {swept} (failed: {swept.failed}, freed: {swept.freed})")
-    temps = sweep_temp_files(Warehouse(data_dir()).root)
+    temps = sweep_temp_files(warehouse.get().root)
     if temps:
         context.log.warning(f"run hygiene: removed {len(temps)} temp file(s) left by killed writers: {temps[:5]}")
     return dg.SkipReason(f"{swept}; {len(temps)} stale temp file(s) removed")

@@ -20,8 +20,7 @@ from typing import Any
 
 import dagster as dg
 
-from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
-from codex_pipeline.defs.partitions import daily_partitions
+from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.retrieval import IndexManifest, index_root, update_dataset_index
 from codex_pipeline.retrieval.index import FORMAT_VERSION, analyzer_id
@@ -35,12 +34,12 @@ def _deps(spec: DatasetSpec) -> list[dg.AssetKey]:
     return [dg.AssetKey([spec.name, t]) for t in tables]
 
 
-def build_search_index_asset(spec: DatasetSpec) -> dg.AssetsDefinition:
+def build_search_index_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "search_index"]),
         deps=_deps(spec),
         group_name=spec.name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SEARCH_POOL,
         code_version=f"{FORMAT_VERSION}/{analyzer_id()}",
@@ -89,7 +88,6 @@ def _metadata(manifest: IndexManifest, built: bool, path: str) -> dict[str, Any]
     }
 
 
-search_assets_by_dataset: dict[str, dg.AssetsDefinition] = {
-    spec.name: build_search_index_asset(spec) for spec in DATASETS if spec.chunked
-}
-search_index_assets = list(search_assets_by_dataset.values())
+def search_definitions(registry: DatasetRegistry, partitions: dg.PartitionsDefinition) -> dg.Definitions:
+    """A `[dataset, search_index]` asset per chunked dataset."""
+    return dg.Definitions(assets=[build_search_index_asset(spec, partitions) for spec in registry if spec.chunked])

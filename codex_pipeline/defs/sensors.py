@@ -5,10 +5,9 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from codex_pipeline.datasets.registry import DATASETS, DatasetSpec
+from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.datasets.staleness import StalePartition, stale_partitions
-from codex_pipeline.defs.environment import configured_extractor_kind
-from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, PropositionSettings
 from codex_pipeline.propositions import extractor_identity
 from codex_pipeline.propositions.staleness import stale_proposition_partitions
 
@@ -36,12 +35,12 @@ def _targets(chunked: Sequence[DatasetSpec], with_props: Sequence[str]) -> list[
     return keys + [dg.AssetKey([n, t]) for n in with_props for t in STEPS["propositions"]]
 
 
-def _stale(warehouse: CodexWarehouse, embedding: EmbeddingSettings, chunked: Sequence[DatasetSpec],
-           with_props: Sequence[str]) -> list[StalePartition]:
+def _stale(warehouse: CodexWarehouse, embedding: EmbeddingSettings, propositions: PropositionSettings,
+           chunked: Sequence[DatasetSpec], with_props: Sequence[str]) -> list[StalePartition]:
     embedder = embedding.build()
     stale = stale_partitions(warehouse.get(), chunked, embedder.model, embedder.version)
     return stale + stale_proposition_partitions(  # type: ignore[operator]  # same fields as StalePartition
-        warehouse.get(), with_props, extractor_identity(configured_extractor_kind()), embedder.model, embedder.version
+        warehouse.get(), with_props, extractor_identity(propositions.kind), embedder.model, embedder.version
     )
 
 
@@ -70,7 +69,7 @@ def next_batch(
 
 
 def build_version_sensor(
-    specs: Sequence[DatasetSpec] = DATASETS, max_runs_per_tick: int = MAX_RUNS_PER_TICK
+    specs: Sequence[DatasetSpec], max_runs_per_tick: int = MAX_RUNS_PER_TICK
 ) -> dg.SensorDefinition:
     """Request the runs that bring every stale partition up to date.
 
@@ -87,9 +86,10 @@ def build_version_sensor(
     @dg.sensor(name="codex_version_sensor", target=dg.AssetSelection.assets(*_targets(chunked, with_props)),
                minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING, description=DESCRIPTION)
     def version_sensor(
-        context: dg.SensorEvaluationContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings
+        context: dg.SensorEvaluationContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings,
+        propositions: PropositionSettings,
     ) -> dg.SensorResult:
-        stale = _stale(warehouse, embedding, chunked, with_props)
+        stale = _stale(warehouse, embedding, propositions, chunked, with_props)
         batch, pending, cursor = next_batch(stale, context.cursor, max_runs_per_tick)
         if not batch:
             why = f"{len(stale)} stale partition(s), all already requested" if stale else "every partition is up to date"
@@ -99,5 +99,3 @@ def build_version_sensor(
 
     return version_sensor
 
-
-version_sensor = build_version_sensor()

@@ -45,8 +45,6 @@ import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings.base import Embedder, EmptyInput, InputTooLong
 from codex_pipeline.warehouse.storage import write_parquet_atomic
-from codex_pipeline.warehouse.tuning import CHECKPOINT_INPUTS_ENV as CHECKPOINT_INPUTS_ENV  # re-exported
-from codex_pipeline.warehouse.tuning import CHECKPOINT_SECONDS_ENV as CHECKPOINT_SECONDS_ENV  # re-exported
 from codex_pipeline.warehouse.tuning import CheckpointPolicy
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import os
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,9 +29,6 @@ from codex_pipeline.embeddings.minilm_export import ExportedModel
 
 RUNTIMES = ("auto", "openvino", "torch")
 PRECISIONS = ("auto", "fp32", "bf16")
-RUNTIME_ENV = "CODEX_EMBED_RUNTIME"
-PRECISION_ENV = "CODEX_EMBED_PRECISION"
-THREADS_ENV = "CODEX_EMBED_THREADS"
 _BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
@@ -62,7 +58,7 @@ class LocalModelOptions:
     """How the local model runs: which runtime, which precision, how many threads.
 
     ``threads=None`` uses every core the process may run on; a site that runs one worker
-    per core sets 1 (``CODEX_EMBED_THREADS``) so workers do not oversubscribe.
+    per core sets 1 so workers do not oversubscribe.
     """
 
     runtime: str = "auto"
@@ -71,40 +67,23 @@ class LocalModelOptions:
 
     def __post_init__(self) -> None:
         if self.runtime not in RUNTIMES:
-            raise ValueError(f"local runtime {self.runtime!r} is not one of {', '.join(RUNTIMES)} "
-                             f"(set {RUNTIME_ENV} to one of them)")
+            raise ValueError(f"local runtime {self.runtime!r} is not one of {', '.join(RUNTIMES)}")
         if self.precision not in PRECISIONS:
-            raise ValueError(f"local precision {self.precision!r} is not one of {', '.join(PRECISIONS)} "
-                             f"(set {PRECISION_ENV} to one of them)")
+            raise ValueError(f"local precision {self.precision!r} is not one of {', '.join(PRECISIONS)}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"local threads {self.threads} is not a thread count: use 1 or more "
-                             f"(unset {THREADS_ENV} for every core)")
+                             "(or none for every core)")
 
     @property
     def thread_count(self) -> int:
         return self.threads or available_cpus()
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> LocalModelOptions:
-        """``CODEX_EMBED_RUNTIME`` / ``_PRECISION`` / ``_THREADS`` in ``environ`` (unset: the defaults)."""
-        threads = environ.get(THREADS_ENV, "").strip()
-        if threads and (not threads.isdigit() or int(threads) < 1):
-            raise ValueError(f"{THREADS_ENV}={threads!r} is not a thread count: set a whole number of at least 1, "
-                             "or unset it to use the cores this process may run on")
-        return cls(
-            runtime=(environ.get(RUNTIME_ENV) or "auto").strip().lower(),
-            precision=(environ.get(PRECISION_ENV) or "auto").strip().lower(),
-            threads=int(threads) if threads else None,
-        )
+    def for_queries(self) -> LocalModelOptions:
+        """These options for a process that embeds queries: one thread unless ``threads`` says otherwise.
 
-
-def query_options(environ: Mapping[str, str]) -> LocalModelOptions:
-    """Options for a process that embeds queries: one thread unless ``CODEX_EMBED_THREADS`` says otherwise.
-
-    A query is one short text; more threads only add synchronization, which on a loaded
-    machine costs more than the query itself."""
-    options = LocalModelOptions.from_env(environ)
-    return options if options.threads else LocalModelOptions(options.runtime, options.precision, 1)
+        A query is one short text; more threads only add synchronization, which on a loaded
+        machine costs more than the query itself."""
+        return self if self.threads else LocalModelOptions(self.runtime, self.precision, 1)
 
 
 def resolve_precision(asked: str, has_bf16: bool, where: str) -> str:
@@ -113,7 +92,7 @@ def resolve_precision(asked: str, has_bf16: bool, where: str) -> str:
         return "bf16" if has_bf16 else "fp32"
     if asked == "bf16" and not has_bf16:
         raise ValueError(f"precision bf16 was asked for but {where} has no bf16 units (AMX-BF16 or AVX512-BF16): "
-                         f"set {PRECISION_ENV}=auto or fp32")
+                         "ask for auto or fp32")
     return asked
 
 

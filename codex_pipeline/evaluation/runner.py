@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.evaluation.gold import Question, read_source
 from codex_pipeline.evaluation.metrics import Score, Summary, merge, score, summarize
 from codex_pipeline.evaluation.source_map import SourceMap, build_source_map
@@ -35,9 +35,10 @@ class CorpusPart:
 
     @classmethod
     def parse(cls, value: str) -> CorpusPart:
-        """``DATASET`` or ``DATASET=SUBDIR`` (a pooled corpus: one folder per dataset); ``.`` is the corpus folder."""
+        """``DATASET`` or ``DATASET=SUBDIR`` (a pooled corpus: one folder per dataset); ``.`` is the corpus folder.
+
+        The name is checked where the registry is known (the CLI's argument types, :func:`source_maps`)."""
         name, _, sub = value.partition("=")
-        get_dataset(name.strip())  # fails with the known names
         folder = posixpath.normpath(Path(sub.strip()).as_posix()) if sub.strip() else ""
         return cls(name.strip(), "" if folder == "." else folder)  # "./x.pdf" would match no gold source
 
@@ -87,7 +88,8 @@ def source_group(parts: Sequence[CorpusPart]) -> Callable[[Question], str]:
     return group
 
 
-def source_maps(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: dt.date) -> dict[str, SourceMap]:
+def source_maps(wh: Warehouse, registry: DatasetRegistry, parts: Sequence[CorpusPart], corpus: Path,
+                day: dt.date) -> dict[str, SourceMap]:
     """A :class:`SourceMap` per document, from the same reader the pipeline ran on the landed files."""
     files: dict[str, str] = {}
     out: dict[str, SourceMap] = {}
@@ -96,7 +98,7 @@ def source_maps(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: d
         for f in src.rglob("*"):
             if f.is_file():
                 files[f.relative_to(corpus).as_posix()] = read_source(f)
-        for doc in get_dataset(part.dataset).load_day(wh.landing_dir(part.dataset, day)).documents:
+        for doc in registry.get(part.dataset).load_day(wh.landing_dir(part.dataset, day)).documents:
             out[doc.doc_id] = build_source_map(doc, files, part.subdir)
     return out
 

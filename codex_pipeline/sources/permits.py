@@ -24,6 +24,7 @@ a block of the document: ``envelope``, ``scope`` (key: 1-based position; meta:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -216,11 +217,10 @@ def load_permit_mapping(path: Path) -> SourceMapping:
     return m
 
 
-CALGARY = load_permit_mapping(CALGARY_MAPPING_FILE)
-CALGARY_JURISDICTION = CALGARY.fields["jurisdiction"].value
-CALGARY_COLUMNS = field_columns(CALGARY, "permit_number")  # native field -> Calgary column
-SCOPE_CODES = CALGARY.scope.codes if CALGARY.scope else {}
-_calgary_build = permit_builder(CALGARY)
+@functools.cache
+def calgary_mapping() -> SourceMapping:
+    """The Calgary CSV mapping, read on first use (never at import: importing reads no file)."""
+    return load_permit_mapping(CALGARY_MAPPING_FILE)
 
 
 def calgary_scope_items(description: str | None) -> list[dict[str, str]]:
@@ -231,13 +231,14 @@ def calgary_scope_items(description: str | None) -> list[dict[str, str]]:
     prose ("Interior alterations and a change of use for a new tenant, …") is not cut
     at its commas: it stays the permit's description, in the summary.
     """
-    assert CALGARY.scope is not None
-    return scope_items(description, CALGARY.scope)[1]
+    scope = calgary_mapping().scope
+    assert scope is not None
+    return scope_items(description, scope)[1]
 
 
 def calgary_record(row: Mapping[str, str | None]) -> dict[str, Any]:
     """One Calgary CSV row as a native permit record (through ``calgary_building_permits.yaml``)."""
-    return _calgary_build(row)
+    return permit_builder(calgary_mapping())(row)
 
 
 def mapped_permit_reader(m: SourceMapping) -> Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]:
@@ -318,9 +319,10 @@ def permit_title(p: Mapping[str, Any]) -> str:
 
 def load_permits_day(day_dir: Path) -> LoadResult:
     """Native ``*.jsonl`` and Calgary ``*.csv`` (``calgary_building_permits.yaml``) permits of one landing day."""
-    readers = {".jsonl": read_json_lines, ".csv": mapped_permit_reader(CALGARY)}
+    calgary = calgary_mapping()
+    readers = {".jsonl": read_json_lines, ".csv": mapped_permit_reader(calgary)}
     records, rejects = load_records(day_dir, PERMIT_RULES, readers)
     out = build_documents(DATASET, records, render_permit, permit_title)
-    columns = field_columns(CALGARY, "permit_number")
+    columns = field_columns(calgary, "permit_number")
     out.rejects[:0] = [name_columns([r], columns)[0] if r.source_file.lower().endswith(".csv") else r for r in rejects]
     return out
