@@ -170,12 +170,13 @@ def materialize_dataset(
 
     Embeds with the fake embedder unless ``embedding`` says otherwise (``EmbeddingSettings()``
     for the real model)."""
-    from codex_pipeline.defs.assets import assets_by_dataset
+    from codex_pipeline.datasets.registry import get_dataset
+    from codex_pipeline.defs.assets import build_dataset_assets
     from codex_pipeline.defs.resources import CodexWarehouse
     from codex_pipeline_tests.fakes import FakeEmbedding
 
     return dg.materialize(
-        assets_by_dataset[dataset],
+        build_dataset_assets(get_dataset(dataset)),
         partition_key=day,
         resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": embedding or FakeEmbedding()},
         instance=instance or dg.DagsterInstance.ephemeral(),

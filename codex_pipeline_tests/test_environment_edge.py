@@ -70,9 +70,9 @@ def test_the_check_sees_every_spelling(source: str, found: list[str]) -> None:
     assert _environment_reads(source) == found
 
 
-def _variables_in_code() -> set[str]:
-    """Every ``CODEX_*`` / ``OPENAI_*`` string the package holds (outside ``__all__``): the names it reads."""
-    names = set()
+def _variables_by_module() -> dict[str, set[str]]:
+    """Every ``CODEX_*`` / ``OPENAI_*`` string each module holds (outside ``__all__``): the names it reads."""
+    out = {}
     for path in _modules():
         tree = ast.parse(path.read_text())
         exported = {
@@ -80,16 +80,24 @@ def _variables_in_code() -> set[str]:
             and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
             for c in ast.walk(node.value)
         }
-        names |= {
+        names = {
             node.value for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and VARIABLE.fullmatch(node.value)
             and id(node) not in exported
         }
-    return names
+        if names:
+            out[path.relative_to(PACKAGE_DIR).as_posix()] = names
+    return out
+
+
+def test_only_the_settings_hold_the_variables_names() -> None:
+    """One module knows every variable's name (``settings/names.py``); others ask it (``EnvName.DATA_DIR``)."""
+    holders = _variables_by_module()
+    assert list(holders) == ["settings/names.py"], holders
 
 
 def test_every_variable_the_code_reads_is_documented() -> None:
-    names = _variables_in_code()
+    names = set().union(*_variables_by_module().values())
     assert {"CODEX_DATA_DIR", "OPENAI_API_KEY", "CODEX_REDIRECT_THREADS"} <= names  # the scan finds them
     documented = {m.group(0) for m in VARIABLE.finditer(DOCS.read_text())}
     missing = sorted(names - documented)

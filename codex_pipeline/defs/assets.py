@@ -22,6 +22,7 @@ from codex_pipeline.defs.metadata import (
     embeddings_metadata,
     raw_metadata,
 )
+from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.pipeline import run_chunks_day, run_embeddings, run_raw_day
 
@@ -63,7 +64,7 @@ def _day(context: dg.AssetExecutionContext) -> dt.date:
     return dt.date.fromisoformat(context.partition_key)
 
 
-def build_raw_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_raw_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "raw"]),
         backfill_policy=ONE_RUN_PER_DAY,
@@ -90,7 +91,7 @@ def _chunks_description(spec: DatasetSpec) -> str:
     )
 
 
-def build_chunks_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_chunks_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
     @dg.asset(
         key=chunks_key(spec),
         deps=[dg.AssetKey([spec.name, "raw"])],
@@ -118,7 +119,7 @@ def _embeddings_description(spec: DatasetSpec) -> str:
     )
 
 
-def build_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "embeddings"]),
         deps=[chunks_key(spec)],
@@ -140,7 +141,7 @@ def build_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinitio
     return embeddings
 
 
-def build_dataset_assets(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
+def build_dataset_assets(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> list[dg.AssetsDefinition]:
     """The dataset's assets, then the checks that run as steps of their own (an AssetChecksDefinition has no ``key``)."""
     if not spec.chunked:
         return [build_raw_asset(spec, partitions)]

@@ -12,6 +12,7 @@ import datetime as dt
 import dagster as dg
 
 from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
+from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, PropositionSettings
 from codex_pipeline.propositions.base import Extractor
 from codex_pipeline.propositions.run import PropositionsRun, run_proposition_embeddings, run_propositions
@@ -36,7 +37,7 @@ def _contract_check(key: dg.AssetKey) -> dg.AssetCheckSpec:
     )
 
 
-def build_propositions_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_propositions_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
     key = dg.AssetKey([spec.name, TABLE])
 
     @dg.asset(
@@ -96,7 +97,7 @@ def _propositions_result(run: PropositionsRun, extractor: Extractor) -> dg.Mater
     )
 
 
-def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, EMBEDDINGS_TABLE]),
         deps=[dg.AssetKey([spec.name, TABLE])],
@@ -128,7 +129,7 @@ def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.Partiti
     return proposition_embeddings
 
 
-def build_proposition_assets(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
+def build_proposition_assets(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> list[dg.AssetsDefinition]:
     if not (spec.chunked and spec.propositions):
         return []
     return [build_propositions_asset(spec, partitions), build_proposition_embeddings_asset(spec, partitions)]

@@ -21,6 +21,7 @@ from typing import Any
 import dagster as dg
 
 from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
+from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.retrieval import IndexManifest, index_root, update_dataset_index
 from codex_pipeline.retrieval.index import FORMAT_VERSION, analyzer_id
@@ -34,7 +35,7 @@ def _deps(spec: DatasetSpec) -> list[dg.AssetKey]:
     return [dg.AssetKey([spec.name, t]) for t in tables]
 
 
-def build_search_index_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_search_index_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
     @dg.asset(
         key=dg.AssetKey([spec.name, "search_index"]),
         deps=_deps(spec),

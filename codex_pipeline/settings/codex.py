@@ -95,7 +95,7 @@ class CodexSettings:
         text = _Reader(environ)
         return cls(
             data_dir=text.path(EnvName.DATA_DIR),
-            mapping_folders=tuple(Path(p) for p in text.get(EnvName.MAPPINGS_DIR).split(os.pathsep) if p.strip()),
+            mapping_folders=tuple(Path(p.strip()) for p in text.get(EnvName.MAPPINGS_DIR).split(os.pathsep) if p.strip()),
             partitions_start=text.parsed(EnvName.PARTITIONS_START, parse_iso_day, "a date (expected YYYY-MM-DD)")
             or DEFAULT_PARTITIONS_START,
             embedder=text.word(EnvName.EMBEDDER) or "local",

@@ -34,7 +34,8 @@ def test_an_unknown_embedder_in_the_environment_names_the_variable(
 ) -> None:
     monkeypatch.setenv("CODEX_EMBEDDER", "bogus")
     rc = main(["--data-dir", str(tmp_path / "data"), "search", "water"])
-    assert_one_line(rc, capsys.readouterr().err, "codex search:", "CODEX_EMBEDDER=bogus", "local or openai")
+    # read once, before any command runs: every command says it the same way
+    assert_one_line(rc, capsys.readouterr().err, "codex:", "CODEX_EMBEDDER='bogus'", "local, openai")
 
 
 def test_a_missing_gold_file_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

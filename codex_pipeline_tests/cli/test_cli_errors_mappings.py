@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline.cli import dataset_names, main
+from codex_pipeline.cli import main
 from codex_pipeline_tests.cli.test_cli_errors_search import assert_one_line
 
 
@@ -18,7 +18,6 @@ def test_a_broken_mappings_folder_is_the_error(tmp_path: Path, monkeypatch: pyte
         folder.mkdir()
         (folder / "city.yaml").write_text("dataset: city_permits\nkind: nonsense\n")
     monkeypatch.setenv("CODEX_MAPPINGS_DIR", str(folder))
-    dataset_names._with_mappings.cache_clear()  # read once per process; this test is a new process's first read
     try:
         code = main(["--data-dir", str(tmp_path / "data"), "search", "a deck", "--dataset", "narrative"])
     except SystemExit as exc:

@@ -54,7 +54,7 @@ def _fake_models() -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("codex_pipeline.defs.resources.EmbeddingSettings", FakeEmbedding)
-        mp.setattr("codex_pipeline.cli.eval_command.query_embedder", lambda kind: FakeEmbedder())
+        mp.setattr("codex_pipeline.cli.eval_command.query_embedder", lambda kind, settings: FakeEmbedder())
         yield
 
 

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 
 import dagster as dg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codex_pipeline.datasets.days import (
-    DEFAULT_PARTITIONS_START,
-    PARTITIONS_START_ENV,
-    DayError,
-    check_day,
-    check_days,
-    partitions_start,
-)
+from codex_pipeline.datasets.days import PARTITIONS_START_ENV, DayError, check_day, check_days
+from codex_pipeline.settings import CodexSettings, SettingsError
+from codex_pipeline.settings.codex import DEFAULT_PARTITIONS_START
 
 NOW = dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC)  # the latest partition is 2026-11-30
 
@@ -66,25 +60,18 @@ def test_valid_days_come_back_as_partition_keys() -> None:
         check_day("2026-11-30", start=dt.date(2027, 1, 1), now=NOW)
 
 
-def test_start_comes_from_the_environment() -> None:
-    assert partitions_start({}) == DEFAULT_PARTITIONS_START == dt.date(2026, 11, 1)
-    assert partitions_start({PARTITIONS_START_ENV: "2025-06-15"}) == dt.date(2025, 6, 15)
+def test_start_comes_from_the_settings() -> None:
+    assert CodexSettings.from_env({}).partitions_start == DEFAULT_PARTITIONS_START == dt.date(2026, 11, 1)
+    assert CodexSettings.from_env({PARTITIONS_START_ENV: "2025-06-15"}).partitions_start == dt.date(2025, 6, 15)
     for bad in ("2025/06/15", "June", "2025-6-15"):
-        with pytest.raises(DayError) as info:
-            partitions_start({PARTITIONS_START_ENV: bad})
+        with pytest.raises(SettingsError) as info:
+            CodexSettings.from_env({PARTITIONS_START_ENV: bad})
         assert str(info.value) == f"{PARTITIONS_START_ENV}={bad!r} is not a date (expected YYYY-MM-DD)"
 
 
-def test_dagster_partitions_follow_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    import codex_pipeline.defs.partitions as partitions
+def test_dagster_partitions_follow_the_settings() -> None:
+    from codex_pipeline.defs.partitions import daily_partitions
 
-    try:
-        monkeypatch.setenv(PARTITIONS_START_ENV, "2026-10-15")
-        first = importlib.reload(partitions).daily_partitions.get_first_partition_key()
-        assert first == "2026-10-15"
-        monkeypatch.setenv(PARTITIONS_START_ENV, "15.10.2026")
-        with pytest.raises(DayError, match=f"^{PARTITIONS_START_ENV}='15.10.2026' is not a date"):
-            importlib.reload(partitions)
-    finally:
-        monkeypatch.delenv(PARTITIONS_START_ENV)
-        assert importlib.reload(partitions).daily_partitions.get_first_partition_key() == "2026-11-01"
+    start = CodexSettings.from_env({PARTITIONS_START_ENV: "2026-10-15"})
+    assert daily_partitions(start).get_first_partition_key() == "2026-10-15"
+    assert daily_partitions(CodexSettings()).get_first_partition_key() == "2026-11-01"

@@ -1,23 +1,26 @@
 """A mapping file in the configured folder becomes a dataset: assets, checks, sensors, rows in DuckDB.
 
-The Dagster test runs the code location in a child process with ``CODEX_MAPPINGS_DIR`` set,
-as a deployment would: no Python is written for the new dataset, only its mapping file.
+The Dagster test builds the code location in-process from settings with that folder, as a
+deployment's ``$CODEX_MAPPINGS_DIR`` would: no Python is written for the new dataset, only its
+mapping file.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
-from codex_pipeline.datasets.registry import BUILT_IN, DATASETS, DatasetRegistry, get_dataset
+from codex_pipeline.datasets.registry import DatasetRegistry, built_in_specs, default_registry, get_dataset
+from codex_pipeline.defs.definitions import build_definitions
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline.sources.mapping.schema import MappingError
 from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
 from codex_pipeline_tests.conftest import SAMPLE_LANDING, land, materialize_dataset
+from codex_pipeline_tests.fakes import FakeEmbedding
 
 INSPECTIONS = """codex_mapping: 1
 dataset: food_inspections
@@ -40,26 +43,6 @@ IN-2,Taqueria Dos,11/21/2026,F,Handwashing sink blocked | Raw chicken above prod
 IN-3,Noodle Tres,11/22/2026,Z,,80,z
 """
 
-CHILD = """
-import json, sys
-import dagster as dg
-import codex_pipeline.defs as location
-from codex_pipeline.defs.assets import assets_by_dataset
-from codex_pipeline.defs.resources import CodexWarehouse
-from codex_pipeline.defs.sensors import version_sensor
-from codex_pipeline_tests.fakes import FakeEmbedding
-
-graph = location.defs.resolve_asset_graph()
-keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys() if k.path[0] == "food_inspections")
-checks = sorted(k.name for k in graph.asset_check_keys if k.asset_key.path[0] == "food_inspections")
-result = dg.materialize(assets_by_dataset["food_inspections"], partition_key="2026-11-24",
-                        resources={"warehouse": CodexWarehouse(), "embedding": FakeEmbedding()},
-                        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
-passed = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-print(json.dumps({"keys": keys, "checks": checks, "success": result.success, "passed": passed}))
-"""
-
-
 def test_a_mapping_in_the_configured_folder_materializes_through_dagster(tmp_path: Path) -> None:
     folder = tmp_path / "mappings"
     folder.mkdir()
@@ -68,15 +51,19 @@ def test_a_mapping_in_the_configured_folder_materializes_through_dagster(tmp_pat
     landing = wh.landing_dir("food_inspections", __import__("datetime").date(2026, 11, 24))
     landing.mkdir(parents=True)
     (landing / "inspections.csv").write_text(CSV)
-    env = os.environ | {"CODEX_MAPPINGS_DIR": str(folder), "CODEX_DATA_DIR": str(wh.root)}
-    done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=600,
-                          cwd=Path(__file__).resolve().parents[2])
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["keys"] == ["food_inspections/chunks", "food_inspections/embeddings", "food_inspections/raw",
-                           "food_inspections/search_index"]
-    assert "chunk_contract" in out["checks"]
-    assert out["success"] and out["passed"]["chunk_contract"]
+    defs = build_definitions(CodexSettings(data_dir=wh.root, mapping_folders=(folder,)))
+    graph = defs.resolve_asset_graph()
+    keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys() if k.path[0] == "food_inspections")
+    assert keys == ["food_inspections/chunks", "food_inspections/embeddings", "food_inspections/raw",
+                    "food_inspections/search_index"]
+    assert "chunk_contract" in {k.name for k in graph.asset_check_keys if k.asset_key.path[0] == "food_inspections"}
+    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
+              and any(k.path[0] == "food_inspections" and k.path[1] != "search_index" for k in a.keys)]
+    result = dg.materialize(assets, partition_key="2026-11-24", instance=dg.DagsterInstance.ephemeral(),
+                            resources={"warehouse": defs.resources["warehouse"], "embedding": FakeEmbedding()},
+                            raise_on_error=False)
+    passed = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert result.success and passed["chunk_contract"]
 
     con = connect_catalog(wh)
     try:
@@ -94,33 +81,37 @@ def test_a_mapping_in_the_configured_folder_materializes_through_dagster(tmp_pat
 
 
 def test_the_registry_takes_a_folder_once_and_refuses_a_taken_name(tmp_path: Path) -> None:
-    reg = DatasetRegistry(BUILT_IN)
     (tmp_path / "a.yaml").write_text(INSPECTIONS)
-    (added,) = reg.add_mapping_folder(tmp_path)
-    assert added.name == "food_inspections" and added.chunked and not added.propositions
+    shipped = len(default_registry())
+    reg = DatasetRegistry.build(CodexSettings(mapping_folders=(tmp_path, tmp_path / ".")))  # the same folder twice
+    added = reg.get("food_inspections")
+    assert added.chunked and not added.propositions and len(reg) == shipped + 1
     assert added.source_version.startswith("1+") and len(added.source_version) == 10
-    assert reg.add_mapping_folder(tmp_path) == [] and len(reg) == len(BUILT_IN) + 1
     assert reg.mapping_file("food_inspections") == tmp_path / "a.yaml"
+    assert "food_inspections" not in default_registry().names()  # a new value: the default one is unchanged
     (tmp_path / "b.yaml").write_text(INSPECTIONS)
     with pytest.raises(MappingError, match=r"key 'dataset': 'food_inspections' is already mapping .*a.yaml; fix: choose another name"):
-        DatasetRegistry(BUILT_IN).add_mapping_folder(tmp_path)
+        DatasetRegistry.build(CodexSettings(mapping_folders=(tmp_path,)))
     (tmp_path / "b.yaml").write_text(INSPECTIONS.replace("food_inspections", "permit_signals"))
+    (tmp_path / "a.yaml").unlink()
     with pytest.raises(MappingError, match="already a built-in dataset"):
-        DatasetRegistry(BUILT_IN).add_mapping(tmp_path / "b.yaml")
+        DatasetRegistry.build(CodexSettings(mapping_folders=(tmp_path,)))
 
 
 def test_an_edited_mapping_is_a_new_source_version(tmp_path: Path) -> None:
+    settings = CodexSettings(mapping_folders=(tmp_path,))
     (tmp_path / "a.yaml").write_text(INSPECTIONS)
-    before = DatasetRegistry(()).add_mapping(tmp_path / "a.yaml").source_version
+    before = DatasetRegistry.build(settings).get("food_inspections").source_version
     (tmp_path / "a.yaml").write_text(INSPECTIONS.replace("F: Fail", "F: Failed"))
-    assert DatasetRegistry(()).add_mapping(tmp_path / "a.yaml").source_version != before
+    assert DatasetRegistry.build(settings).get("food_inspections").source_version != before
 
 
 def test_the_shipped_mappings_are_datasets() -> None:
-    names = [s.name for s in DATASETS]
+    names = default_registry().names()
     assert names[-2:] == ["seattle_preapplications", "squamish_permits"]
+    assert names[: len(built_in_specs())] == [s.name for s in built_in_specs()]
     assert get_dataset("squamish_permits").chunker is get_dataset("permit_signals").chunker
-    assert DATASETS.mapping_file("permit_signals") is None
+    assert default_registry().mapping_file("permit_signals") is None
     assert get_dataset("permit_signals").source_version.startswith("2+")
 
 
@@ -150,7 +141,7 @@ def test_an_event_mapping_is_chunked_by_the_event_chunker(tmp_path: Path) -> Non
     from codex_pipeline_tests.sources.test_mapping import EVENTS
 
     (tmp_path / "m.yaml").write_text(EVENTS)
-    spec = DatasetRegistry(()).add_mapping(tmp_path / "m.yaml")
+    spec = DatasetRegistry.build(CodexSettings(mapping_folders=(tmp_path,))).get("road_closures")
     assert spec.chunker is get_dataset("events_timeline").chunker and spec.limits == get_dataset("events_timeline").limits
     d = tmp_path / "day"
     d.mkdir()

@@ -10,9 +10,9 @@ import pytest
 from codex_pipeline.chunkers.email import EmailLimits
 from codex_pipeline.chunkers.narrative import WindowLimits
 from codex_pipeline.core.documents import SourceDocument
-from codex_pipeline.datasets.registry import DATASETS, get_dataset
+from codex_pipeline.datasets.registry import default_registry, get_dataset
 
-CHUNKED = [s for s in DATASETS if s.chunked]
+CHUNKED = [s for s in default_registry() if s.chunked]
 
 
 @pytest.mark.parametrize("spec", CHUNKED, ids=lambda s: s.name)

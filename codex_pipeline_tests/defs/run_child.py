@@ -2,7 +2,8 @@
 
 Sweeps dead runs, then materializes the narrative dataset for ``DAY`` in this
 process on ``$DAGSTER_HOME``'s instance, tagged with this process (what
-``codex materialize`` does with ``codex_all``). The embedder is the tests' fake
+``codex materialize`` does with ``codex_all``), with the warehouse of the environment's settings
+(``$CODEX_DATA_DIR``, checkpoint tuning), as the code location makes it. The embedder is the tests' fake
 unless ``$CODEX_TEST_EMBEDDER=real`` asks for the local model (``fakes.py``). With
 ``PAUSE_AFTER``, the embedder stops for good after that many batches (marker file
 written) so the parent can SIGKILL the run mid-embedding. Exit status 0 when the
@@ -11,14 +12,17 @@ run succeeded.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import dagster as dg
 
-from codex_pipeline.defs.assets import assets_by_dataset
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.run_hygiene import local_run_tags, sweep_dead_runs
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline_tests.embeddings.pausing import PausingEmbedder
 from codex_pipeline_tests.fakes import FakeEmbedder, use_real_model
 
@@ -41,12 +45,12 @@ def main(argv: list[str]) -> int:
     with dg.DagsterInstance.get() as instance:
         print(f"sweep: {sweep_dead_runs(instance)}", flush=True)
         result = dg.materialize(
-            assets_by_dataset["narrative"],
+            build_dataset_assets(get_dataset("narrative")),
             partition_key=day,
             instance=instance,
             tags=local_run_tags(),
             resources={
-                "warehouse": CodexWarehouse(),
+                "warehouse": CodexWarehouse.from_settings(CodexSettings.from_env(os.environ)),
                 "embedding": PausingEmbedding(local_batch_size=4, pause_after=pause_after, marker=marker,
                                               fake=not use_real_model()),
             },

@@ -15,7 +15,7 @@ import pytest
 
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
-from codex_pipeline.defs.assets import assets_by_dataset
+from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.warehouse.storage import connect_catalog
 from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING, land, materialize_dataset
 
@@ -106,7 +106,7 @@ def test_events_split_windows_share_the_header_parent_in_duckdb(warehouse) -> No
 
 
 def test_ais_positions_is_raw_only(warehouse) -> None:
-    assert [a.key for a in assets_by_dataset["ais_positions"]] == [dg.AssetKey(["ais_positions", "raw"])]
+    assert [a.key for a in build_dataset_assets(get_dataset("ais_positions"))] == [dg.AssetKey(["ais_positions", "raw"])]
     land(warehouse, "ais_positions", DAY, FIXTURES / "ais_positions")
     result = materialize_dataset(warehouse, "ais_positions", DAY)
     assert result.success

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from codex_pipeline.datasets.registry import DATASETS
+from codex_pipeline.datasets.registry import default_registry
 from codex_pipeline.defs import defs
-from codex_pipeline.defs.assets import assets_by_dataset
+from codex_pipeline.defs.assets import build_dataset_assets
 
 
 def test_definitions_load() -> None:
@@ -20,7 +20,7 @@ def test_definitions_load() -> None:
 def test_every_registry_entry_has_its_assets() -> None:
     graph = defs.resolve_asset_graph()
     keys = set(graph.get_all_asset_keys())
-    for spec in DATASETS:
+    for spec in default_registry():
         assert dg.AssetKey([spec.name, "raw"]) in keys
         chunks = dg.AssetKey([spec.name, "chunks"])
         assert (chunks in keys) == spec.chunked
@@ -29,7 +29,7 @@ def test_every_registry_entry_has_its_assets() -> None:
             assert node.code_version == spec.chunking_version
             assert dg.AssetKey([spec.name, "raw"]) in node.parent_keys
             assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition)
-            (chunks_def,) = [a for a in assets_by_dataset[spec.name] if chunks in a.keys]
+            (chunks_def,) = [a for a in build_dataset_assets(spec) if chunks in a.keys]
             assert [c.name for c in chunks_def.check_specs] == ["chunk_contract"]  # reported by the step itself
             checks = {k.name: graph.get_check_spec(k) for k in graph.get_check_keys_for_assets({chunks})}
             assert set(checks) == {"chunk_contract", "current_chunk_ids_unique", "chunk_addresses"}

@@ -23,8 +23,9 @@ import pytest
 from dagster._core.events import DagsterEvent
 
 from codex_pipeline.datasets.embed_step import checkpoint_for
+from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.defs.run_hygiene import HOST_TAG, PID_TAG, run_hygiene_sensor, sweep_dead_runs
-from codex_pipeline.embeddings.reuse import CHECKPOINT_INPUTS_ENV, CHECKPOINT_SECONDS_ENV
+from codex_pipeline.settings import EnvName
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.embeddings.pausing import sample_texts
 
@@ -140,7 +141,7 @@ def test_sigkilled_run_frees_its_slot_and_the_next_run_resumes(
     _land_narrative(wh, docs=40)  # 40 one-window chunks: 10 batches of 4
     marker = tmp_path / "paused"
     env = {**os.environ, "DAGSTER_HOME": str(home), "CODEX_DATA_DIR": str(wh.root),
-           CHECKPOINT_SECONDS_ENV: "0", CHECKPOINT_INPUTS_ENV: "4096", "OMP_NUM_THREADS": "1"}
+           EnvName.CHECKPOINT_SECONDS: "0", EnvName.CHECKPOINT_INPUTS: "4096", "OMP_NUM_THREADS": "1"}
 
     victim = _child(["3", str(marker)], env)  # stops for good after 3 batches (12 vectors written)
     try:
@@ -161,7 +162,7 @@ def test_sigkilled_run_frees_its_slot_and_the_next_run_resumes(
     day = dt.date.fromisoformat(DAY)
     assert checkpoint_for(wh, "narrative", day).rows() == 12
 
-    skip = run_hygiene_sensor(dg.build_sensor_context(instance=instance))
+    skip = run_hygiene_sensor(dg.build_sensor_context(instance=instance, resources={"warehouse": CodexWarehouse(data_dir=str(wh.root))}))
     assert isinstance(skip, dg.SkipReason) and "1 dead run(s) marked failed" in (skip.skip_message or "")
     assert _status(instance, run.run_id) == dg.DagsterRunStatus.FAILURE
     assert _claims(instance) == []

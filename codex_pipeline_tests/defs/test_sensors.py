@@ -10,7 +10,7 @@ import pytest
 
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
-from codex_pipeline.defs.resources import CodexWarehouse
+from codex_pipeline.defs.resources import CodexWarehouse, PropositionSettings
 from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.defs.sensors import build_version_sensor
 from codex_pipeline.retrieval import Retriever, read_manifest
@@ -49,7 +49,8 @@ def run_requested(wh: Warehouse, run: dg.RunRequest, spec) -> dg.ExecuteInProces
 
 def tick(sensor: dg.SensorDefinition, wh: Warehouse, cursor: str | None = None, spec=None):
     spec = spec or get_dataset("narrative")
-    resources = {"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": FakeEmbedding()}
+    resources = {"warehouse": CodexWarehouse(data_dir=str(wh.root)), "embedding": FakeEmbedding(),
+                 "propositions": PropositionSettings()}
     definitions = dg.Definitions(assets=assets_of(spec), sensors=[sensor], resources=resources)
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=definitions, resources=resources)

@@ -9,9 +9,12 @@ import dagster as dg
 import pytest
 import yaml
 
-from codex_pipeline.defs.assets import dataset_assets
-from codex_pipeline.defs.executors import EXECUTOR_CONFIG_ENV, EXECUTOR_ENV, configured_executor, executor_config
+from codex_pipeline.datasets.registry import default_registry
+from codex_pipeline.defs.assets import dataset_definitions
+from codex_pipeline.defs.executors import configured_executor, executor_config
+from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
+from codex_pipeline.settings import CodexSettings, EnvName
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -24,7 +27,7 @@ def _yaml(path: Path) -> dict:
 def _asset_job(executor: dg.ExecutorDefinition | None) -> dg.JobDefinition:
     """The implicit asset job (what backfills and the UI run) of the Codex assets with ``executor``."""
     defs = dg.Definitions(
-        assets=dataset_assets,
+        assets=dataset_definitions(default_registry(), DEFAULT_PARTITIONS).assets,
         executor=executor,
         resources={"warehouse": CodexWarehouse(), "embedding": EmbeddingSettings()},
     )
@@ -73,45 +76,41 @@ def test_celery_settings_validate_against_dagster_celery() -> None:
     assert source["broker_transport_options"]["visibility_timeout"] >= 3600
 
 
-def test_default_executor_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(EXECUTOR_ENV, raising=False)
-    assert configured_executor() is None
-    job = _asset_job(configured_executor())
+def _executor(**environ: str) -> dg.ExecutorDefinition | None:
+    return configured_executor(CodexSettings.from_env(environ))
+
+
+def test_default_executor_is_unchanged() -> None:
+    assert _executor() is None
+    job = _asset_job(_executor())
     assert job.executor_def.name == "multi_or_in_process_executor"
 
 
 @pytest.mark.parametrize(("kind", "name"), [("in_process", "in_process"), ("multiprocess", "multiprocess")])
-def test_executor_from_the_environment(monkeypatch: pytest.MonkeyPatch, kind: str, name: str) -> None:
-    monkeypatch.setenv(EXECUTOR_ENV, kind)
-    executor = configured_executor()
+def test_executor_from_the_environment(kind: str, name: str) -> None:
+    executor = _executor(**{EnvName.EXECUTOR: kind})
     assert executor is not None and executor.name == name
 
 
-def test_celery_executor_reads_the_worker_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_celery_executor_reads_the_worker_yaml() -> None:
     pytest.importorskip("dagster_celery")
-    monkeypatch.setenv(EXECUTOR_ENV, "celery")
-    monkeypatch.delenv(EXECUTOR_CONFIG_ENV, raising=False)
-    with pytest.raises(ValueError, match=EXECUTOR_CONFIG_ENV):
-        configured_executor()
-    monkeypatch.setenv(EXECUTOR_CONFIG_ENV, str(DEPLOY / "celery.yaml"))
-    job = _asset_job(configured_executor())
+    with pytest.raises(ValueError, match=EnvName.EXECUTOR_CONFIG):
+        _executor(**{EnvName.EXECUTOR: "celery"})
+    job = _asset_job(_executor(**{EnvName.EXECUTOR: "celery", EnvName.EXECUTOR_CONFIG: str(DEPLOY / "celery.yaml")}))
     assert job.executor_def.name == "codex_celery"
 
 
-def test_kubernetes_executor_is_configuration_too(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kubernetes_executor_is_configuration_too() -> None:
     """CODEX_EXECUTOR=k8s picks dagster-k8s's step executor, or names the package to install."""
-    monkeypatch.setenv(EXECUTOR_ENV, "k8s")
-    monkeypatch.delenv(EXECUTOR_CONFIG_ENV, raising=False)
     try:
         import dagster_k8s
     except ImportError:
         with pytest.raises(ImportError, match="pip install dagster-k8s"):
-            configured_executor()
+            _executor(**{EnvName.EXECUTOR: "k8s"})
     else:
-        assert configured_executor() is dagster_k8s.k8s_job_executor
+        assert _executor(**{EnvName.EXECUTOR: "k8s"}) is dagster_k8s.k8s_job_executor
 
 
-def test_unknown_executor_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(EXECUTOR_ENV, "ray")
+def test_unknown_executor_is_refused() -> None:
     with pytest.raises(ValueError, match="not one of"):
-        configured_executor()
+        _executor(**{EnvName.EXECUTOR: "ray"})

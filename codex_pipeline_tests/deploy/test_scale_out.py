@@ -20,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.datasets.sample_data import install_sample_landing
-from codex_pipeline.defs.assets import ADDRESS_CHECK, UNIQUE_CHECK, assets_by_dataset
+from codex_pipeline.defs.assets import ADDRESS_CHECK, UNIQUE_CHECK, build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.deploy.services import ONE_THREAD, Postgres, Redis, ScaleOutStack, scale_out_stack
@@ -118,7 +119,7 @@ def test_backfill_on_celery_workers_matches_in_process(stack: ScaleOutStack, tmp
     # the reference, in this process with the default (in-process) executor, while the daemon works
     reference = Warehouse(tmp_path / "reference")
     install_sample_landing(reference)
-    assets = [a for d in DATASETS for a in assets_by_dataset[d]]
+    assets = [a for d in DATASETS for a in build_dataset_assets(get_dataset(d))]
     resources = {"warehouse": CodexWarehouse(data_dir=str(reference.root)), "embedding": EmbeddingSettings()}
     for day in BACKFILL_DAYS:
         result = dg.materialize(

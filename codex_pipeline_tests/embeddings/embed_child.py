@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from codex_pipeline.embeddings.reuse import CheckpointPolicy, EmbeddingCheckpoint, embed_partition
+from codex_pipeline.embeddings.reuse import EmbeddingCheckpoint, embed_partition
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline_tests.embeddings.pausing import PausingEmbedder, sample_texts
 from codex_pipeline_tests.fakes import child_embedder
 
@@ -26,7 +27,7 @@ def chunks_table(texts: list[str]) -> pa.Table:
 def main(argv: list[str]) -> None:
     ckpt_dir, n, pause_after, marker = argv
     embedder = PausingEmbedder(child_embedder(batch_size=2), int(pause_after), Path(marker))
-    embed_partition(chunks_table(sample_texts(int(n))), embedder, checkpoint=EmbeddingCheckpoint(ckpt_dir, CheckpointPolicy.from_env(os.environ)))
+    embed_partition(chunks_table(sample_texts(int(n))), embedder, checkpoint=EmbeddingCheckpoint(ckpt_dir, CodexSettings.from_env(os.environ).tuning.checkpoint))
 
 
 if __name__ == "__main__":

@@ -14,33 +14,17 @@ import pytest
 
 from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 from codex_pipeline.embeddings.reuse import (
-    CHECKPOINT_INPUTS_ENV,
-    CHECKPOINT_SECONDS_ENV,
     CheckpointPolicy,
     EmbeddingCheckpoint,
     VectorLookup,
     embed_partition,
 )
+from codex_pipeline.settings import EnvName
 from codex_pipeline_tests.embeddings.embed_child import chunks_table
 from codex_pipeline_tests.embeddings.pausing import RecordingEmbedder, sample_texts
 from codex_pipeline_tests.fakes import FakeEmbedder
 
 MODEL, VERSION = "m", "v1"
-
-
-def test_policy_from_the_environment() -> None:
-    assert CheckpointPolicy.from_env({}) == CheckpointPolicy(4096, 30.0)
-    assert CheckpointPolicy.from_env({CHECKPOINT_INPUTS_ENV: "64", CHECKPOINT_SECONDS_ENV: "0.5"}) == CheckpointPolicy(
-        64, 0.5)
-    for name, bad, what in [
-        (CHECKPOINT_INPUTS_ENV, "0", "a whole number >= 1"),
-        (CHECKPOINT_INPUTS_ENV, "1.5", "a whole number >= 1"),
-        (CHECKPOINT_SECONDS_ENV, "-1", "a number of seconds >= 0"),
-        (CHECKPOINT_SECONDS_ENV, "soon", "a number of seconds >= 0"),
-    ]:
-        with pytest.raises(ValueError) as info:
-            CheckpointPolicy.from_env({name: bad})
-        assert str(info.value) == f"{name}={bad!r} is not {what}"
 
 
 class Clock:
@@ -104,7 +88,7 @@ def test_local_model_hands_over_every_forward_pass(local_embedder: LocalMiniLMEm
 def _kill_midway(tmp_path: Path, n: int, pause_after: int, seconds: str) -> EmbeddingCheckpoint:
     """Run the embedding in a child, SIGKILL it after ``pause_after`` batches of 2."""
     ckpt_dir, marker = tmp_path / "ckpt", tmp_path / "paused"
-    env = {**os.environ, CHECKPOINT_SECONDS_ENV: seconds, CHECKPOINT_INPUTS_ENV: "4096", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, EnvName.CHECKPOINT_SECONDS: seconds, EnvName.CHECKPOINT_INPUTS: "4096", "OMP_NUM_THREADS": "1"}
     child = subprocess.Popen(
         [sys.executable, "-m", "codex_pipeline_tests.embeddings.embed_child", str(ckpt_dir), str(n),
          str(pause_after), str(marker)],

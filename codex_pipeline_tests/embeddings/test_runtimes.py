@@ -13,45 +13,26 @@ from codex_pipeline.embeddings.runtimes import (
     available_cpus,
     chosen_runtime,
     cpu_bf16_units,
-    query_options,
     resolve_precision,
 )
 
 
 def test_defaults_follow_the_machine() -> None:
-    options = LocalModelOptions.from_env({})
+    options = LocalModelOptions()
     assert (options.runtime, options.precision, options.threads) == ("auto", "auto", None)
     assert options.thread_count == available_cpus() >= 1
 
 
-def test_environment_sets_each_option() -> None:
-    env = {"CODEX_EMBED_RUNTIME": "OpenVINO", "CODEX_EMBED_PRECISION": " fp32 ", "CODEX_EMBED_THREADS": "3"}
-    assert LocalModelOptions.from_env(env) == LocalModelOptions("openvino", "fp32", 3)
-
-
-@pytest.mark.parametrize(("env", "named"), [
-    ({"CODEX_EMBED_THREADS": "0"}, "CODEX_EMBED_THREADS"),
-    ({"CODEX_EMBED_THREADS": "two"}, "CODEX_EMBED_THREADS"),
-    ({"CODEX_EMBED_PRECISION": "fp16"}, "CODEX_EMBED_PRECISION"),
-    ({"CODEX_EMBED_RUNTIME": "onnx"}, "CODEX_EMBED_RUNTIME"),
-])
-def test_a_bad_setting_is_one_line_naming_the_variable(env: dict[str, str], named: str) -> None:
-    with pytest.raises(ValueError) as info:
-        LocalModelOptions.from_env(env)
-    message = str(info.value)
-    assert "\n" not in message and named in message
-
-
 def test_queries_run_on_one_thread_unless_told() -> None:
-    assert query_options({}).threads == 1
-    assert query_options({"CODEX_EMBED_THREADS": "2"}).threads == 2
+    assert LocalModelOptions().for_queries().threads == 1
+    assert LocalModelOptions(threads=2).for_queries().threads == 2
 
 
 def test_precision_follows_the_hardware_and_a_forced_bf16_needs_it() -> None:
     assert resolve_precision("auto", True, "this CPU") == "bf16"
     assert resolve_precision("auto", False, "this CPU") == "fp32"
     assert resolve_precision("fp32", True, "this CPU") == "fp32"
-    with pytest.raises(ValueError, match="no bf16 units .*CODEX_EMBED_PRECISION=auto or fp32"):
+    with pytest.raises(ValueError, match="no bf16 units .*auto or fp32"):
         resolve_precision("bf16", False, "this CPU")
 
 

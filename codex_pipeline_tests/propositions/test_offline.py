@@ -7,14 +7,14 @@ import datetime as dt
 import pytest
 
 from codex_pipeline.datasets import steps
-from codex_pipeline.datasets.registry import DATASETS, get_dataset
+from codex_pipeline.datasets.registry import default_registry, get_dataset
 from codex_pipeline.propositions.base import JOIN, ChunkInput
 from codex_pipeline.propositions.offline import OfflineExtractor, propositions_of
 from codex_pipeline.propositions.step import chunk_inputs
 from codex_pipeline_tests.conftest import FIXTURES
 
 DAY = dt.date(2026, 11, 24)
-OPTED_IN = [s.name for s in DATASETS if s.propositions]
+OPTED_IN = [s.name for s in default_registry() if s.propositions]
 
 
 def _inputs(dataset: str) -> list[ChunkInput]:

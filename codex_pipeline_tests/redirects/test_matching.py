@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
 from codex_pipeline.redirects import matching as redirects
 from codex_pipeline.redirects.matching import INPUT_COLUMNS, compute_redirects
-from codex_pipeline.warehouse.tuning import REDIRECT_THREADS_ENV, redirect_threads
 from codex_pipeline_tests.redirect_reference import exact_redirects
 
 DAY = dt.date(2026, 11, 24)
@@ -165,11 +164,5 @@ def test_the_random_rechunks_reach_every_kind_of_match() -> None:
     assert any(0.5 <= s < 0.6 for s in scores) and any(0.8 <= s < 0.9 for s in scores)
 
 
-def test_the_thread_count_follows_the_environment() -> None:
+def test_the_default_thread_count_is_bounded() -> None:
     assert 1 <= redirects.default_threads() <= 4
-    assert redirect_threads({}) is None  # unset: the step uses default_threads()
-    assert redirect_threads({REDIRECT_THREADS_ENV: "1"}) == 1
-    assert redirect_threads({REDIRECT_THREADS_ENV: "6"}) == 6  # an explicit count is taken as given
-    for bad in ("0", "two", "-1"):
-        with pytest.raises(ValueError, match=f"CODEX_REDIRECT_THREADS='{bad}' is not a thread count"):
-            redirect_threads({REDIRECT_THREADS_ENV: bad})

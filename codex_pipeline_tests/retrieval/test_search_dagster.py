@@ -185,11 +185,11 @@ def test_unchanged_inputs_do_not_rebuild(wh: Warehouse) -> None:
 
 
 def test_the_code_location_registers_a_search_index_per_chunked_dataset() -> None:
-    from codex_pipeline.datasets.registry import DATASETS
+    from codex_pipeline.datasets.registry import default_registry
     from codex_pipeline.defs import defs
 
     keys = {k for k in defs.resolve_all_asset_keys() if k.path[-1] == "search_index"}
-    assert keys == {dg.AssetKey([s.name, "search_index"]) for s in DATASETS if s.chunked}
+    assert keys == {dg.AssetKey([s.name, "search_index"]) for s in default_registry() if s.chunked}
     job = defs.resolve_job_def("codex_all")
     assert dg.AssetKey(["narrative", "search_index"]) in job.asset_layer.executable_asset_keys
 

@@ -28,7 +28,7 @@ from urllib.parse import quote
 import dagster as dg
 import pytest
 
-from codex_pipeline.datasets.registry import DATASETS
+from codex_pipeline.datasets.registry import default_registry
 from codex_pipeline.datasets.sample_data import install_sample_landing
 from codex_pipeline.warehouse.storage import Warehouse
 
@@ -87,7 +87,7 @@ def expected_assets() -> dict[str, list[dg.AssetKey]]:
         node = graph.get(key)
         if node.is_materializable:
             groups.setdefault(node.group_name, []).append(key)
-    for spec in DATASETS:
+    for spec in default_registry():
         want = [dg.AssetKey([spec.name, "raw"])] + ([dg.AssetKey([spec.name, "chunks"])] if spec.chunked else [])
         missing = [k.to_user_string() for k in want if k not in groups.get(spec.name, [])]
         assert not missing, f"registry dataset {spec.name!r} lacks assets in the graph: {missing}"
