@@ -33,10 +33,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 import codex_pipeline
-from codex_pipeline.datasets.registry import DATASETS, get_dataset
+from codex_pipeline.datasets.registry import default_registry, get_dataset
 from codex_pipeline.sources.mapping.kinds import kind_parts, load_mapped_dataset
 from codex_pipeline.sources.mapping.schema import SourceMapping
-from codex_pipeline.sources.permits import CALGARY
+from codex_pipeline.sources.permits import calgary_mapping
 
 ROOT = Path(codex_pipeline.__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora" / "permits"
@@ -66,7 +66,7 @@ def duck_read(f: Path) -> pa.Table:
 
 def bench_export(path: Path, dataset: str, repeat: int) -> dict[str, Any]:
     spec = get_dataset(dataset)
-    md_mapping = CALGARY if dataset == "permit_signals" else None
+    md_mapping = calgary_mapping() if dataset == "permit_signals" else None
     with tempfile.TemporaryDirectory() as tmp:
         day = Path(tmp) / "day"
         day.mkdir()
@@ -91,7 +91,7 @@ def bench_export(path: Path, dataset: str, repeat: int) -> dict[str, Any]:
 
 
 def spec_file(dataset: str) -> Path:
-    path = DATASETS.mapping_file(dataset)
+    path = default_registry().mapping_file(dataset)
     assert path is not None, dataset
     return path
 

@@ -32,9 +32,10 @@ FILE_BYTES = 200_000
 
 CHILD = """
 import sys, dagster as dg
-from codex_pipeline.defs.assets import assets_by_dataset
+from codex_pipeline.datasets.registry import get_dataset
+from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-steps = [a for a in assets_by_dataset["narrative"] if dg.AssetKey(["narrative", "embeddings"]) not in a.keys]
+steps = [a for a in build_dataset_assets(get_dataset("narrative")) if dg.AssetKey(["narrative", "embeddings"]) not in a.keys]
 r = dg.materialize(steps, partition_key=sys.argv[2], instance=dg.DagsterInstance.ephemeral(),
                    resources={"warehouse": CodexWarehouse(data_dir=sys.argv[1]), "embedding": EmbeddingSettings()},
                    raise_on_error=False)

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from codex_pipeline.datasets import steps  # noqa: E402
-from codex_pipeline.datasets.registry import DATASETS, get_dataset  # noqa: E402
+from codex_pipeline.datasets.registry import default_registry, get_dataset  # noqa: E402
 from codex_pipeline.datasets.sample_data import sample_root  # noqa: E402
 from codex_pipeline.propositions.base import ChunkInput  # noqa: E402
 from codex_pipeline.propositions.offline import OfflineExtractor, sentence_spans  # noqa: E402
@@ -57,7 +57,7 @@ def load_inputs(corpus: Path) -> list[ChunkInput]:
     if (corpus / "permits").is_dir():
         folders.append(("permit_signals", corpus / "permits"))
     if not folders:
-        folders = [(s.name, d) for s in DATASETS if s.propositions for d in sorted((sample_root() / s.name).iterdir())]
+        folders = [(s.name, d) for s in default_registry() if s.propositions for d in sorted((sample_root() / s.name).iterdir())]
     out: list[ChunkInput] = []
     for name, folder in folders:
         spec = get_dataset(name)

@@ -25,7 +25,7 @@ import pyarrow as pa
 import codex_pipeline
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.datasets import steps
-from codex_pipeline.datasets.registry import DATASETS, get_dataset
+from codex_pipeline.datasets.registry import default_registry, get_dataset
 
 ROOT = Path(codex_pipeline.__file__).resolve().parents[1]  # the checkout whose code is measured
 SAMPLES = ROOT / "codex_pipeline" / "sample_landing"
@@ -45,7 +45,7 @@ CORPUS_DATASETS = {
 
 
 def _sources() -> Iterator[tuple[str, str, Path]]:
-    for spec in DATASETS:
+    for spec in default_registry():
         if not spec.chunked:
             continue
         for day in sorted((SAMPLES / spec.name).iterdir()):
