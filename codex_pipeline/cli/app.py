@@ -22,10 +22,10 @@ from codex_pipeline.cli.validate_command import add_validate_command
 from codex_pipeline.datasets.days import DayError, check_days, partitions_start
 from codex_pipeline.datasets.registry import DATASETS
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
-from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError
+from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError, connect_catalog
 from codex_pipeline.warehouse.catalog_sandbox import QueryRefused, check_statements, open_query_session, refusal
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, sweep_temp_files
+from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files
 
 DATA_DIR_ENV = "CODEX_DATA_DIR"
 COUNTS_SQL = """\

@@ -9,7 +9,8 @@ import duckdb
 
 from codex_pipeline.defs import environment
 from codex_pipeline.transport import OpenAIConnection, RetryPolicy
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 
 
 class CodexWarehouse(dg.ConfigurableResource):
