@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codex_pipeline.sources.ocr_layout import COLUMN_SHARE, Word, gutter, side_by_side, tsv_words
-from codex_pipeline.sources.pdf_text import Line
+from codex_pipeline.sources.pdf_line import Line
 
 MIN_CONFIDENCE = 50.0
 TIMEOUT_S = 180
