@@ -38,7 +38,8 @@ from codex_pipeline.retrieval.index_source import (
     TableRows,
 )
 from codex_pipeline.retrieval.proposition_rows import propositions_sql, with_anchors
-from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, views_for
+from codex_pipeline.warehouse.catalog_views import SCHEMA, views_for
+from codex_pipeline.warehouse.storage import Warehouse
 
 SEARCH_INDEX_DIR = "search_index"
 SOURCE_TABLES = ("chunks", "raw", "embeddings", "evidence_units", PROPOSITIONS, PROPOSITION_EMBEDDINGS)

@@ -16,7 +16,8 @@ import pytest
 
 from codex_pipeline.datasets.registry import BUILT_IN, DATASETS, DatasetRegistry, get_dataset
 from codex_pipeline.sources.mapping.schema import MappingError
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import SAMPLE_LANDING, land, materialize_dataset
 
 INSPECTIONS = """codex_mapping: 1

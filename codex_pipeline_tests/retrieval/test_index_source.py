@@ -32,7 +32,8 @@ from codex_pipeline.retrieval.index import (
     build_search_index,
 )
 from codex_pipeline.retrieval.index_source import TableDocuments, TableRows
-from codex_pipeline.warehouse.storage import SCHEMA, Warehouse
+from codex_pipeline.warehouse.catalog_views import SCHEMA
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.fakes import FakeEmbedder, FakeEmbedding
 
 NARRATIVE = get_dataset("narrative")
