@@ -28,7 +28,8 @@ import pyarrow as pa
 
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE as PROPOSITION_EMBEDDINGS
 from codex_pipeline.propositions.table import TABLE as PROPOSITIONS
-from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_index, read_manifest
+from codex_pipeline.retrieval.index_build import build_index
+from codex_pipeline.retrieval.index_format import ROW_COLUMNS, IndexManifest, read_manifest
 from codex_pipeline.retrieval.index_source import (
     BATCH_ROWS,
     ROW_ORDER,
