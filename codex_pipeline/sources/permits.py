@@ -217,9 +217,6 @@ def load_permit_mapping(path: Path) -> SourceMapping:
 
 
 CALGARY = load_permit_mapping(CALGARY_MAPPING_FILE)
-CALGARY_JURISDICTION = CALGARY.fields["jurisdiction"].value
-CALGARY_COLUMNS = field_columns(CALGARY, "permit_number")  # native field -> Calgary column
-SCOPE_CODES = CALGARY.scope.codes if CALGARY.scope else {}
 _calgary_build = permit_builder(CALGARY)
 
 
