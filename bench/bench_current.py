@@ -41,9 +41,10 @@ import pyarrow as pa
 
 from codex_pipeline.core.contract import CHUNK_SCHEMA
 from codex_pipeline.core.ids import make_chunk_id, make_doc_id
+from codex_pipeline.warehouse.catalog import connect_catalog, ensure_views
 from codex_pipeline.warehouse.current import check_unique_chunk_ids, update_index
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL, SEARCH_SQL, history_suffix
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 DATASET = "bench"
 MODEL, VERSION, DIMS = "bench-model", "1", 384

@@ -70,7 +70,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from codex_pipeline.datasets.sample_data import sample_days, sample_root  # noqa: E402
-from codex_pipeline.warehouse.storage import TEMP_SUFFIX, Warehouse, connect_catalog  # noqa: E402
+from codex_pipeline.warehouse.atomic_files import TEMP_SUFFIX  # noqa: E402
+from codex_pipeline.warehouse.catalog import connect_catalog  # noqa: E402
+from codex_pipeline.warehouse.storage import Warehouse  # noqa: E402
 
 QUICK_DATASETS = ("narrative", "civic_intelligence")
 FAULT_DATASET = "civic_intelligence"  # the sample's longest chunks and embeddings steps (about 2 s each)

@@ -66,7 +66,7 @@ def _server_rss(pid: int) -> tuple[float, float]:
 
 def _ensure_index(args: argparse.Namespace) -> None:
     from codex_pipeline.retrieval import index_root
-    from codex_pipeline.retrieval.index import CURRENT_FILE
+    from codex_pipeline.retrieval.index_format import CURRENT_FILE
     from codex_pipeline.warehouse.storage import Warehouse
 
     if (index_root(Warehouse(args.data_dir), DATASET) / CURRENT_FILE).exists():

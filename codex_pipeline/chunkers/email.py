@@ -34,7 +34,6 @@ from codex_pipeline.core.tokens import count_tokens, count_tokens_batch
 
 DEFAULT_MAX_EMAILS = 10
 DEFAULT_MAX_TOKENS = 512
-SEED_MAX_CHARS = 2048
 DEFAULT_OVERLAP_EMAILS = 2
 THREAD_SECTION = "thread"
 

@@ -25,10 +25,10 @@ from codex_pipeline.datasets.days import DayError, check_days
 from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
 from codex_pipeline.settings import CodexSettings, SettingsError
-from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError
+from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError, connect_catalog
 from codex_pipeline.warehouse.catalog_sandbox import QueryRefused, check_statements, open_query_session, refusal
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, sweep_temp_files
+from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files
 
 COUNTS_SQL = """\
 SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,

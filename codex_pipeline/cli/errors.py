@@ -23,7 +23,9 @@ import duckdb
 import pyarrow as pa
 
 from codex_pipeline.embeddings.base import EmbeddingError, EmbeddingFailed
-from codex_pipeline.warehouse.storage import SCHEMA, CatalogBusy, CatalogError, Warehouse
+from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError
+from codex_pipeline.warehouse.catalog_views import SCHEMA
+from codex_pipeline.warehouse.storage import Warehouse
 
 _MISSING = re.compile(r"Table with name (\w+) does not exist", re.IGNORECASE)
 _FILE = re.compile(r"""['"]([^'"]+\.parquet)['"]""")

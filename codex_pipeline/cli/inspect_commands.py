@@ -29,7 +29,9 @@ import duckdb
 from codex_pipeline.cli.errors import busy_line, explain
 from codex_pipeline.explore.inspector import ChunkInspector, token_histogram_png
 from codex_pipeline.explore.navigation import ChunkCollection
-from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, CatalogBusy, Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import CatalogBusy, connect_catalog
+from codex_pipeline.warehouse.catalog_views import HISTORY_SUFFIX, SCHEMA
+from codex_pipeline.warehouse.storage import Warehouse
 
 if TYPE_CHECKING:
     from codex_pipeline.datasets.registry import DatasetRegistry

@@ -31,8 +31,10 @@ from codex_pipeline.cli.query_embedder import configured_embedder, query_embedde
 from codex_pipeline.cli.search_output import print_hits, print_proposition_hits, print_warnings, strict_exit
 from codex_pipeline.embeddings import EmbeddingError
 from codex_pipeline.retrieval import Filters, IndexMissing, IndexOutdated, Retriever, SearchMode
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.catalog_views import HISTORY_SUFFIX, SCHEMA
 from codex_pipeline.warehouse.queries import search_sql
-from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse, connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 
 __all__ = ["add_search_command", "cmd_search", "configured_embedder"]
 

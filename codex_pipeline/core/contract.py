@@ -14,7 +14,6 @@ import pyarrow as pa
 from codex_pipeline.core.ids import NORMALIZATION
 
 MAX_CHUNK_TOKENS = 1500
-TARGET_MIN_TOKENS = 300
 TARGET_MAX_TOKENS = 800
 
 

@@ -13,7 +13,8 @@ import duckdb
 
 from codex_pipeline.settings import CodexSettings, OpenAISettings
 from codex_pipeline.transport import OpenAIConnection, RetryPolicy
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline.warehouse.tuning import CheckpointPolicy, Tuning
 
 

@@ -24,7 +24,7 @@ from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
 from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.retrieval import IndexManifest, index_root, update_dataset_index
-from codex_pipeline.retrieval.index import FORMAT_VERSION, analyzer_id
+from codex_pipeline.retrieval.index_format import FORMAT_VERSION, analyzer_id
 
 SEARCH_POOL = "search_index"
 

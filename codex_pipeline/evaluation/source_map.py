@@ -63,9 +63,6 @@ class SourceMap:
                 i += 1
         return out
 
-    def mapped_chars(self, spans: Iterable[tuple[int, int]]) -> int:
-        return sum(e - s for ranges in self.map(spans).values() for s, e in ranges)
-
 
 def build_source_map(doc: SourceDocument, files: Mapping[str, str], prefix: str = "") -> SourceMap:
     """The map of one document; ``files`` holds every source file's text by its corpus-relative path.

@@ -380,7 +380,7 @@ class ChunkCollection(Sequence[Chunk]):
         ``history=True`` the latest partition of every document ever landed, deleted
         ones included. ``codex.<dataset>_redirects`` feeds :meth:`resolve`.
         """
-        from codex_pipeline.warehouse.storage import connect_catalog
+        from codex_pipeline.warehouse.catalog import connect_catalog
 
         con = connect_catalog(_warehouse(warehouse), read_only=True)
         try:
@@ -399,7 +399,7 @@ class ChunkCollection(Sequence[Chunk]):
         doc_ids: Iterable[str] | None = None,
     ) -> ChunkCollection:
         """:meth:`from_catalog` on a connection already open on the catalog."""
-        from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA
+        from codex_pipeline.warehouse.catalog_views import HISTORY_SUFFIX, SCHEMA
 
         if not _VIEW_NAME.match(f"{SCHEMA}.{dataset}_chunks"):
             raise ValueError(f"not a dataset name: {dataset!r}")

@@ -31,8 +31,9 @@ from codex_pipeline.pipeline.housekeeping import set_aside_damaged
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import ChunksDayResult, ChunkSummary, StepLog
 from codex_pipeline.redirects.matching import LAST_PUBLISHED, update_redirects
+from codex_pipeline.warehouse.catalog import ensure_views
 from codex_pipeline.warehouse.current import landed_from_raw, update_index
-from codex_pipeline.warehouse.storage import PartitionWriter, Warehouse, ensure_views
+from codex_pipeline.warehouse.storage import PartitionWriter, Warehouse
 
 CHUNKS_VIEWS = ("chunks", "rejects", "quarantine", "redirects", "raw", "documents", "embeddings")
 DOCUMENTS_QUARANTINE = "documents"

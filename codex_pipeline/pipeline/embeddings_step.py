@@ -14,7 +14,8 @@ from codex_pipeline.embeddings import Embedder
 from codex_pipeline.pipeline.housekeeping import set_aside_damaged
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import EmbeddingsResult, EmbeddingTotals, StepLog
-from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+from codex_pipeline.warehouse.catalog import ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 DAY_COUNTS = ("inputs", "reused", "embedded", "requests")
 

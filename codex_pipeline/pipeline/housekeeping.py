@@ -5,8 +5,9 @@ import datetime as dt
 import pyarrow as pa
 
 from codex_pipeline.pipeline.reporting import Recorder
+from codex_pipeline.warehouse.catalog import ensure_views
 from codex_pipeline.warehouse.integrity import sweep_dataset
-from codex_pipeline.warehouse.storage import INDEX_DIR, Warehouse, ensure_views
+from codex_pipeline.warehouse.storage import INDEX_DIR, Warehouse
 
 REJECTS_PREVIEW_ROWS = 20
 

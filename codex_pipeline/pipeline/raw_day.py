@@ -24,8 +24,9 @@ from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import RawDayResult, StepLog
 from codex_pipeline.sources.files import landing_scope, screen_landing, unusable
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
+from codex_pipeline.warehouse.catalog import ensure_views
 from codex_pipeline.warehouse.current import IndexChange, ensure_index, tombstones_table, update_index
-from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 RAW_VIEWS = ("raw", "rejects", "documents", "tombstones", "redirects")
 

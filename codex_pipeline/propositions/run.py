@@ -21,7 +21,8 @@ from codex_pipeline.propositions.embed import embed_propositions_day
 from codex_pipeline.propositions.staleness import extractor_stamp
 from codex_pipeline.propositions.step import REJECT_STAGE, extract_day
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE, QUARANTINE_TABLE, TABLE
-from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+from codex_pipeline.warehouse.catalog import ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 
 @dataclass

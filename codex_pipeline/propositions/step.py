@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,7 +59,6 @@ class PartitionPropositions:
     rejects: pa.Table
     counts: PropositionCounts
     stopped: str | None = None  # the cost cap's message, when it stopped extraction
-    reject_reasons: list[str] = field(default_factory=list)
 
 
 def chunk_inputs(chunks: pa.Table, raw: pa.Table) -> list[ChunkInput]:
@@ -199,6 +198,4 @@ def extract_day(
     table = build_table(rows, day)
     counts.propositions = table.num_rows
     counts.unaligned = table.column("spans").null_count
-    return PartitionPropositions(
-        table, pa.Table.from_pylist(rejects, schema=REJECT_SCHEMA), counts, stopped, [str(r["reason"]) for r in rejects]
-    )
+    return PartitionPropositions(table, pa.Table.from_pylist(rejects, schema=REJECT_SCHEMA), counts, stopped)

@@ -5,7 +5,7 @@ imports Dagster or prints. ``Retriever(data_dir).search(query, k, mode, filters)
 and ``.search_propositions(...)`` (seed 002) are the API, and a Retriever keeps the
 indexes it searches current; the ``[dataset, search_index]`` assets call
 :func:`update_dataset_index`; the index format and the reasons for it are in
-:mod:`codex_pipeline.retrieval.index`, the measurements behind them in ``docs/history.md``.
+:mod:`codex_pipeline.retrieval.index_format`, the measurements behind them in ``docs/history.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from codex_pipeline.retrieval.corpus import (
     open_current_corpus,
     update_dataset_index,
 )
-from codex_pipeline.retrieval.index import IndexManifest, build_search_index, read_manifest
+from codex_pipeline.retrieval.index_build import build_search_index
+from codex_pipeline.retrieval.index_format import IndexManifest, read_manifest
 from codex_pipeline.retrieval.propositions import PropositionHit
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.retriever import IndexMissing, Retriever, indexed_datasets

@@ -28,7 +28,8 @@ import pyarrow as pa
 
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE as PROPOSITION_EMBEDDINGS
 from codex_pipeline.propositions.table import TABLE as PROPOSITIONS
-from codex_pipeline.retrieval.index import ROW_COLUMNS, IndexManifest, build_index, read_manifest
+from codex_pipeline.retrieval.index_build import build_index
+from codex_pipeline.retrieval.index_format import ROW_COLUMNS, IndexManifest, read_manifest
 from codex_pipeline.retrieval.index_source import (
     BATCH_ROWS,
     ROW_ORDER,
@@ -38,7 +39,8 @@ from codex_pipeline.retrieval.index_source import (
     TableRows,
 )
 from codex_pipeline.retrieval.proposition_rows import propositions_sql, with_anchors
-from codex_pipeline.warehouse.storage import SCHEMA, Warehouse, views_for
+from codex_pipeline.warehouse.catalog_views import SCHEMA, views_for
+from codex_pipeline.warehouse.storage import Warehouse
 
 SEARCH_INDEX_DIR = "search_index"
 SOURCE_TABLES = ("chunks", "raw", "embeddings", "evidence_units", PROPOSITIONS, PROPOSITION_EMBEDDINGS)

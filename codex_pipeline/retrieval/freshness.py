@@ -25,7 +25,7 @@ from codex_pipeline.retrieval.corpus import (
     index_root,
     update_dataset_index,
 )
-from codex_pipeline.retrieval.index import CURRENT_FILE, read_manifest
+from codex_pipeline.retrieval.index_format import CURRENT_FILE, read_manifest
 from codex_pipeline.warehouse.storage import Warehouse
 
 Embedding = tuple[str, str]

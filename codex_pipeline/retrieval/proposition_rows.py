@@ -1,6 +1,6 @@
 """Propositions (seed 002) as rows of the search index, so one engine ranks chunks and propositions.
 
-A proposition row carries the chunk columns of :data:`~codex_pipeline.retrieval.index.ROW_COLUMNS`:
+A proposition row carries the chunk columns of :data:`~codex_pipeline.retrieval.index_format.ROW_COLUMNS`:
 its id as ``chunk_id``, its statement as ``chunk_text``, its spans as the evidence anchor
 (``{"spans": [[start, end], …]}``; ``{}`` when an LLM statement could not be aligned), and
 its parent's ``chunk_type``, ``locator`` and ``metadata``, so type and metadata filters

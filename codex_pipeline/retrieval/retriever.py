@@ -47,7 +47,7 @@ from codex_pipeline.retrieval.corpus import SEARCH_INDEX_DIR
 from codex_pipeline.retrieval.corpus import index_root as index_root  # re-exported: where it used to live
 from codex_pipeline.retrieval.freshness import IndexKeeper
 from codex_pipeline.retrieval.hits import chunk_hit, cite_units
-from codex_pipeline.retrieval.index import CURRENT_FILE
+from codex_pipeline.retrieval.index_format import CURRENT_FILE
 from codex_pipeline.retrieval.propositions import PropositionHit, proposition_hit
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.ranking import Ranked, Source, acceptor, rank

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from usearch.index import Index
 
 from codex_pipeline.retrieval.bm25 import Bm25
-from codex_pipeline.retrieval.index import (
+from codex_pipeline.retrieval.index_format import (
     BATCH_ROWS_KEY,
     BM25_DIR,
     DOCS_FILE,
@@ -46,8 +46,8 @@ from codex_pipeline.retrieval.index import (
     IndexManifest,
     _live_dir,
     analyzer_id,
-    chunk_keys,
 )
+from codex_pipeline.retrieval.index_source import chunk_keys
 from codex_pipeline.retrieval.types import Filters
 
 EXACT_VECTOR_LIMIT = 20_000

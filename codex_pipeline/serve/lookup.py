@@ -27,8 +27,8 @@ import duckdb
 from codex_pipeline.core.ids import CHUNK_ID_PATTERN
 from codex_pipeline.explore.navigation import Chunk, ChunkCollection
 from codex_pipeline.warehouse.catalog_sandbox import open_query_session
-from codex_pipeline.warehouse.catalog_views import IDENTIFIER
-from codex_pipeline.warehouse.storage import HISTORY_SUFFIX, SCHEMA, Warehouse
+from codex_pipeline.warehouse.catalog_views import HISTORY_SUFFIX, IDENTIFIER, SCHEMA
+from codex_pipeline.warehouse.storage import Warehouse
 
 CHUNK_ID = re.compile(CHUNK_ID_PATTERN)
 MAX_DOC_ID_CHARS = 1024

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codex_pipeline.core.documents import Block
-from codex_pipeline.sources.pdf_text import Line, OutlineItem, PdfPage
+from codex_pipeline.sources.pdf_line import Line
+from codex_pipeline.sources.pdf_text import OutlineItem, PdfPage
 
 EDGE_LINES = 3  # lines at the top and bottom of a page that may be running headers or footers
 EDGE_BAND = 0.15  # ... and only within this fraction of the page height from its edge

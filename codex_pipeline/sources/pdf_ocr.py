@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codex_pipeline.sources.ocr_layout import COLUMN_SHARE, Word, gutter, side_by_side, tsv_words
-from codex_pipeline.sources.pdf_text import Line
+from codex_pipeline.sources.pdf_line import Line
 
 MIN_CONFIDENCE = 50.0
 TIMEOUT_S = 180
@@ -67,7 +67,6 @@ the ``--psm 3`` reading (:mod:`~codex_pipeline.sources.ocr_layout`; a rule, not 
 in columns). A page that would render to over 40 million pixels at 400 dpi (a poster, a drawing: an 8,400-point
 square page is 2.2 billion) renders at the DPI that makes it that size, so memory and tesseract's time stay bounded;
 type on a page that large is large (an engineering bound: a tabloid page at 400 dpi is 30 million pixels)."""
-DPI = SETTINGS.dpi
 ENGINE = f"tesseract5-{SETTINGS.tag}"
 """The OCR engine and its settings: part of the documents ``source_version``, so a change re-ingests."""
 

@@ -18,7 +18,9 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from codex_pipeline.sources.pdf_line import Line
 
 # pdfium joins a word hyphenated across a line end into one line with U+FFFE where the hyphen
 # was: that is a line break after a hyphen, as printed (the chunker rejoins the word)
@@ -39,21 +41,6 @@ class PdfLimits:
     max_bytes: int = 256 * 1024 * 1024
     ocr: bool = True  # OCR pages without a text layer when tesseract is installed (sources.pdf_ocr)
     reread_ocr_layers: bool = True  # read a scan's invisible OCR layer again with tesseract (see read_page)
-
-
-class Line(NamedTuple):
-    """One text line of a page: its text and box (PDF points on the page as displayed, origin bottom left) and font size.
-
-    A named tuple, not a frozen dataclass: a page makes one per line, and building a tuple costs a
-    fifth of a frozen dataclass's per-field ``object.__setattr__`` (``bench/bench_pdf.py``).
-    """
-
-    text: str
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    size: float
 
 
 @dataclass

@@ -44,15 +44,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.core.contract import REJECT_SCHEMA
+from codex_pipeline.warehouse.atomic_files import file_lock
+from codex_pipeline.warehouse.catalog_views import SCHEMA, current_chunk_keys_sql, documents_view_sql
 from codex_pipeline.warehouse.redirect_table import DELETED, REDIRECT_SCHEMA
-from codex_pipeline.warehouse.storage import (
-    SCHEMA,
-    Warehouse,
-    current_chunk_keys_sql,
-    documents_view_sql,
-    file_lock,
-    write_parquet_atomic,
-)
+from codex_pipeline.warehouse.storage import Warehouse, write_parquet_atomic
 
 __all__ = [
     "DOCUMENTS_SCHEMA",
@@ -446,7 +441,7 @@ class UniqueIds:
 def check_unique_chunk_ids(wh: Warehouse, dataset: str, examples: int = 10) -> UniqueIds:
     """Count duplicate ``chunk_id`` values among the rows ``codex.<dataset>_chunks`` serves.
 
-    Runs the view's own semi-join (:func:`~codex_pipeline.warehouse.storage.current_chunk_keys_sql`)
+    Runs the view's own semi-join (:func:`~codex_pipeline.warehouse.catalog_views.current_chunk_keys_sql`)
     on the ids alone, on an in-memory DuckDB, so the check never takes the catalog file's
     lock away from readers or concurrent runs. The view's one other join, the embedding
     model and version of each row, matches at most one row (an embeddings partition has

@@ -1,7 +1,7 @@
 """The SQL Codex runs on the catalog and shows users, written once.
 
 ``{dataset}`` is a registry name; ``{suffix}`` is empty for the current corpus (the
-default everywhere) or :data:`~codex_pipeline.warehouse.storage.HISTORY_SUFFIX` for
+default everywhere) or :data:`~codex_pipeline.warehouse.catalog_views.HISTORY_SUFFIX` for
 every landed version. The CLI, the benchmark and the tests run these very strings.
 Fill them with :func:`search_sql` and :func:`example_sql`, which refuse a dataset name
 that is not a plain identifier and quote the chunk id: values typed by a user never

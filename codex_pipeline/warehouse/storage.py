@@ -12,7 +12,7 @@ Each (dataset, table, day) file is written to a temp file and renamed, so parall
 backfills never share a file and a crash never leaves half a partition visible.
 The DuckDB catalog of views over those files lives in
 :mod:`~codex_pipeline.warehouse.catalog` (its SQL in
-:mod:`~codex_pipeline.warehouse.catalog_views`); its names are re-exported here.
+:mod:`~codex_pipeline.warehouse.catalog_views`), which builds on this module.
 """
 
 from __future__ import annotations
@@ -27,34 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codex_pipeline.warehouse.atomic_files import FILE_MODE, TEMP_SUFFIX, atomic_path, file_lock, temp_path
-from codex_pipeline.warehouse.catalog import (
-    VIEWS_FILE,
-    CatalogBusy,
-    CatalogError,
-    connect_catalog,
-    ensure_views,
-    rebuild_catalog,
-)
-from codex_pipeline.warehouse.catalog_views import (
-    CHUNK_KEYED_TABLES,
-    CURRENT_TABLES,
-    HISTORY_SUFFIX,
-    SCHEMA,
-    current_chunk_keys_sql,
-    current_view_sql,
-    documents_view_sql,
-    view_sql,
-    views_for,
-)
+from codex_pipeline.warehouse.atomic_files import FILE_MODE, TEMP_SUFFIX, atomic_path, temp_path
 from codex_pipeline.warehouse.tuning import Tuning
-
-__all__ = [  # the catalog's names stay importable from here, where every caller has always found them
-    "CATALOG_FILE", "CHUNK_KEYED_TABLES", "CURRENT_TABLES", "DOCUMENTS_FILE", "HISTORY_SUFFIX", "INDEX_DIR", "SCHEMA",
-    "TEMP_SUFFIX", "VIEWS_FILE", "CatalogBusy", "CatalogError", "PartitionWriter", "Warehouse", "atomic_path",
-    "connect_catalog", "current_chunk_keys_sql", "current_view_sql", "default_data_dir", "documents_view_sql",
-    "ensure_views", "file_lock", "rebuild_catalog", "sweep_temp_files", "view_sql", "views_for", "write_parquet_atomic",
-]
 
 CATALOG_FILE = "codex_catalog.duckdb"  # not codex.duckdb: that name collides with schema `codex`
 INDEX_DIR = "index"

@@ -23,7 +23,8 @@ from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.civic import load_civic_day, render_record
 from codex_pipeline.sources.council_transcript import parse_transcript
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.chunkers.test_record_view import assert_old_raw_is_refused, assert_same_chunks_after_raw
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 

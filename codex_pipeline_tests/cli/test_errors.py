@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 from codex_pipeline.cli.app import main
-from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+from codex_pipeline.warehouse.catalog import ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 
 def _query(wh: Warehouse, sql: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -123,7 +123,7 @@ def test_the_sandbox_does_not_lock_the_callers_other_connections(
     wh: Warehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """DuckDB settings belong to a database instance; the session's is private, not the one `connect_catalog` shares."""
-    from codex_pipeline.warehouse.storage import connect_catalog
+    from codex_pipeline.warehouse.catalog import connect_catalog
 
     mine = tmp_path / "mine.csv"
     mine.write_text("a\n1\n")

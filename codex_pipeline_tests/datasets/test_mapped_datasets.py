@@ -18,7 +18,8 @@ from codex_pipeline.datasets.registry import DatasetRegistry, built_in_specs, de
 from codex_pipeline.defs.definitions import build_definitions
 from codex_pipeline.settings import CodexSettings
 from codex_pipeline.sources.mapping.schema import MappingError
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import SAMPLE_LANDING, land, materialize_dataset
 from codex_pipeline_tests.fakes import FakeEmbedding
 

@@ -16,7 +16,7 @@ import pytest
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
-from codex_pipeline.warehouse.storage import connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING, land, materialize_dataset
 
 DAY = "2026-11-24"

@@ -7,7 +7,8 @@ import json
 
 from codex_pipeline.core.contract import SEED_FIELDS
 from codex_pipeline.core.tokens import count_tokens
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING, land, materialize_dataset
 
 SAMPLE = SAMPLE_LANDING

@@ -21,7 +21,8 @@ from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionConfig
 from codex_pipeline.retrieval.context import anchor_spans
 from codex_pipeline.retrieval.units import chunk_units
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, land
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vectors_for
 

@@ -13,7 +13,8 @@ from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"

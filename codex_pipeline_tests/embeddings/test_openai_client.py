@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -267,13 +268,14 @@ def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_key_and_url_from_the_environment(server: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     """The resource reads them (the edge), the embedder gets them in its connection."""
-    from codex_pipeline.defs.environment import configured_kind
     from codex_pipeline.defs.resources import EmbeddingSettings, OpenAIConnectionConfig
+    from codex_pipeline.settings import CodexSettings
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("CODEX_EMBEDDER", "openai")
-    settings = EmbeddingSettings(kind=configured_kind(), openai=OpenAIConnectionConfig(backoff_base_s=0.01))
+    kind = CodexSettings.from_env(os.environ).embedder
+    settings = EmbeddingSettings(kind=kind, openai=OpenAIConnectionConfig(backoff_base_s=0.01))
     e = settings.build()
     assert isinstance(e, OpenAIEmbedder)
     res = e.embed(["from the environment"])

@@ -15,7 +15,8 @@ from codex_pipeline.core.ids import content_hash, make_chunk_id, make_doc_id
 from codex_pipeline.core.rows import ChunkDraft, ChunkRun, RowBuffer
 from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.explore.navigation import Chunk, ChunkCollection
-from codex_pipeline.warehouse.storage import Warehouse, ensure_views
+from codex_pipeline.warehouse.catalog import ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 DATASET = "manual"
 DAY1, DAY2 = dt.date(2026, 11, 24), dt.date(2026, 11, 25)

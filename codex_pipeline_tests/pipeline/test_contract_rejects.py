@@ -20,7 +20,8 @@ from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.pipeline import chunks_day
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import materialize_dataset
 
 D1, D2 = dt.date(2026, 11, 1), dt.date(2026, 11, 2)

@@ -5,7 +5,8 @@ import datetime as dt
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.pipeline import run_chunks_day, run_raw_day
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.pipeline.helpers import land_sample
 
 OLD, NEW = dt.date(2026, 11, 24), dt.date(2026, 11, 25)

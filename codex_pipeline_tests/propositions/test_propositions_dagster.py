@@ -21,7 +21,8 @@ from codex_pipeline.defs.proposition_assets import CONTRACT_CHECK, PropositionSe
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionConfig
 from codex_pipeline.propositions.base import ChunkInput, Extraction, ExtractResult, ExtractStats, Statement
 from codex_pipeline.propositions.table import QUARANTINE_TABLE, TABLE
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI
 

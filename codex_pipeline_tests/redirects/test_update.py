@@ -18,7 +18,8 @@ from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.redirects.matching import INPUT_COLUMNS, REDIRECT_SCHEMA, compute_redirects
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import materialize_dataset
 from codex_pipeline_tests.redirect_reference import exact_redirects
 

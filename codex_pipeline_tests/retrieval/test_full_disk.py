@@ -19,8 +19,7 @@ from usearch.index import Index
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.defs.search_assets import build_search_index_asset
-from codex_pipeline.retrieval import index as index_module
-from codex_pipeline.retrieval import index_root, read_manifest, update_dataset_index
+from codex_pipeline.retrieval import index_build, index_files, index_root, read_manifest, update_dataset_index
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import materialize_dataset
 from codex_pipeline_tests.fakes import FAKE_MODEL, FAKE_VERSION, FakeEmbedding
@@ -45,13 +44,13 @@ def test_a_full_disk_in_the_search_index_step_says_no_space(warehouse: Warehouse
         (folder / f"harbor-{n}.txt").write_text(f"Harbor notice {n}: the commission approved dredging of channel {n}. " * 20)
     assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
     assert read_manifest(index_root(warehouse, "narrative")) is None
-    real = index_module.save_graph
+    real = index_build.save_graph
 
     def onto_a_full_disk(index: Index, path: Path) -> None:
         os.symlink(FULL, path)  # the graph file's writes now fail with ENOSPC, as on a full disk
         real(index, path)
 
-    monkeypatch.setattr(index_module, "save_graph", onto_a_full_disk)
+    monkeypatch.setattr(index_build, "save_graph", onto_a_full_disk)
     result = build_index(warehouse)
     assert not result.success
     (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
@@ -71,12 +70,12 @@ def test_a_full_disk_under_pyarrow_names_the_index_folder(warehouse: Warehouse, 
     folder.mkdir(parents=True)
     (folder / "harbor.txt").write_text("The harbor commission approved dredging of the north channel. " * 20)
     assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
-    real = index_module._BatchWriter.__init__
+    real = index_files.BatchWriter.__init__
 
     def onto_a_full_disk(self, path: Path, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         os.symlink(FULL, path)
         real(self, path, *args, **kwargs)
 
-    monkeypatch.setattr(index_module._BatchWriter, "__init__", onto_a_full_disk)
+    monkeypatch.setattr(index_files.BatchWriter, "__init__", onto_a_full_disk)
     with pytest.raises(OSError, match=r"no space left on device writing .*search_index/\.tmp-v-.*CODEX_DATA_DIR"):
         update_dataset_index(warehouse, "narrative", FAKE_MODEL, FAKE_VERSION)

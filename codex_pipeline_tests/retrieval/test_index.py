@@ -14,7 +14,8 @@ import pytest
 from codex_pipeline.core.ids import content_hash
 from codex_pipeline.retrieval import Filters, Retriever, build_search_index, read_manifest
 from codex_pipeline.retrieval.bm25 import Bm25, TermTable, score_matrix
-from codex_pipeline.retrieval.index import CURRENT_FILE, chunk_keys
+from codex_pipeline.retrieval.index_format import CURRENT_FILE
+from codex_pipeline.retrieval.index_source import chunk_keys
 from codex_pipeline.retrieval.lexical import analyze
 
 from .conftest import Tables
@@ -112,7 +113,7 @@ def test_rebuild_replaces_a_vector_that_changed_for_the_same_text(sample_tables:
     assert second.graph == "updated" and second.vectors_reused == second.vectors - 1
     from usearch.index import Index
 
-    from codex_pipeline.retrieval.index import VECTORS_FILE, _live_dir
+    from codex_pipeline.retrieval.index_format import VECTORS_FILE, _live_dir
 
     graph = Index.restore(str(_live_dir(root) / VECTORS_FILE), view=True)  # type: ignore[operator]
     key = chunk_keys(emb.column("chunk_id"))[0]

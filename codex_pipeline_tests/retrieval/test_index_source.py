@@ -20,7 +20,8 @@ from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.retrieval import corpus, index_root, index_source, update_dataset_index
-from codex_pipeline.retrieval.index import (
+from codex_pipeline.retrieval.index_build import build_index, build_search_index
+from codex_pipeline.retrieval.index_format import (
     BM25_DIR,
     DOCS_FILE,
     ROW_COLUMNS,
@@ -28,11 +29,10 @@ from codex_pipeline.retrieval.index import (
     UNIT_KEYS_FILE,
     UNITS_FILE,
     _live_dir,
-    build_index,
-    build_search_index,
 )
 from codex_pipeline.retrieval.index_source import TableDocuments, TableRows
-from codex_pipeline.warehouse.storage import SCHEMA, Warehouse
+from codex_pipeline.warehouse.catalog_views import SCHEMA
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.fakes import FakeEmbedder, FakeEmbedding
 
 NARRATIVE = get_dataset("narrative")

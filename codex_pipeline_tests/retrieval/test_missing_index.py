@@ -16,7 +16,7 @@ import pytest
 
 from codex_pipeline.cli import app as cli
 from codex_pipeline.retrieval import IndexMissing, Retriever, index_root, read_manifest, update_dataset_index
-from codex_pipeline.retrieval.index import ROWS_FILE
+from codex_pipeline.retrieval.index_format import ROWS_FILE
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import materialize_dataset
 from codex_pipeline_tests.fakes import FAKE_MODEL, FAKE_VERSION

@@ -24,7 +24,8 @@ from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.retrieval import Filters, Retriever, index_root, read_manifest
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 
 #: How far one vector component may move when the same text is embedded in another batch: in bf16
 #: (CPUs with bf16 units) the padded width of the batch changes rounding, up to ~5e-4 (fp32: 1e-7).

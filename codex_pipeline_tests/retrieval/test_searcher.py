@@ -12,9 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from codex_pipeline.retrieval import Filters, Retriever, build_search_index, index_root, searcher
-from codex_pipeline.retrieval import index as index_module
-from codex_pipeline.retrieval.index import DOCS_FILE, ROWS_FILE, _live_dir
+from codex_pipeline.retrieval import Filters, Retriever, build_search_index, index_build, index_root, searcher
+from codex_pipeline.retrieval.index_format import DOCS_FILE, ROWS_FILE, _live_dir
 from codex_pipeline.retrieval.searcher import SearchIndex
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.retrieval.conftest import Tables
@@ -32,8 +31,8 @@ def opened(sample_tables: dict[str, Tables], tmp_path_factory: pytest.TempPathFa
     t = sample_tables[DATASET]
     root = tmp_path_factory.mktemp("small-batches")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(index_module, "ROWS_PER_BATCH", 7)
-        mp.setattr(index_module, "DOCS_PER_BATCH", 3)
+        mp.setattr(index_build, "ROWS_PER_BATCH", 7)
+        mp.setattr(index_build, "DOCS_PER_BATCH", 3)
         mp.setattr(searcher, "CACHED_BATCHES", 2)
         build_search_index(root, DATASET, t.chunks, t.raw, t.embeddings)
         live = _live_dir(root)

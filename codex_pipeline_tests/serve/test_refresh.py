@@ -15,7 +15,7 @@ from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.retrieval import index_root
-from codex_pipeline.retrieval.index import CURRENT_FILE
+from codex_pipeline.retrieval.index_format import CURRENT_FILE
 from codex_pipeline.serve.config import ServeConfig
 from codex_pipeline.serve.state import ServeState
 from codex_pipeline.warehouse.storage import Warehouse

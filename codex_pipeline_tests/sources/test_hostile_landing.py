@@ -17,7 +17,8 @@ import pytest
 
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.files import landing_entries, read_text
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import materialize_dataset
 
 DAY = dt.date(2026, 11, 5)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, ensure_views
+from codex_pipeline.warehouse.catalog import connect_catalog, ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"

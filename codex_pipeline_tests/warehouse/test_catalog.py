@@ -15,13 +15,8 @@ import pyarrow as pa
 import pytest
 
 from codex_pipeline.cli.app import main
-from codex_pipeline.warehouse.storage import (
-    Warehouse,
-    connect_catalog,
-    ensure_views,
-    sweep_temp_files,
-    write_parquet_atomic,
-)
+from codex_pipeline.warehouse.catalog import connect_catalog, ensure_views
+from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files, write_parquet_atomic
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline.warehouse.catalog import INFO_TABLE, VIEWS_FILE, rebuild_catalog
+from codex_pipeline.warehouse.catalog import INFO_TABLE, VIEWS_FILE, connect_catalog, ensure_views, rebuild_catalog
 from codex_pipeline.warehouse.catalog_views import check_identifier, views_for
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.warehouse import catalog_data
 from codex_pipeline_tests.warehouse.catalog_data import OTHER, count, views
 
@@ -138,7 +138,8 @@ def test_a_registry_entry_with_a_hostile_name_is_skipped_not_executed(wh: Wareho
 READER = """
 import logging, sys
 logging.basicConfig(level=logging.WARNING, format="%(message)s")
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 con = connect_catalog(Warehouse(sys.argv[1]))
 print(con.execute("SELECT count(*) FROM codex.narrative_chunks").fetchone()[0])
 """

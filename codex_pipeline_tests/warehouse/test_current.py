@@ -22,8 +22,9 @@ from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.defs.assets import UNIQUE_CHECK, build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.explore.navigation import ChunkCollection
+from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog
+from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, SAMPLE_LANDING
 from codex_pipeline_tests.fakes import FakeEmbedding
 

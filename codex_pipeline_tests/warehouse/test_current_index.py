@@ -19,6 +19,7 @@ import pytest
 
 from codex_pipeline.core.contract import CHUNK_SCHEMA
 from codex_pipeline.core.ids import make_chunk_id, make_doc_id
+from codex_pipeline.warehouse.catalog import connect_catalog, ensure_views
 from codex_pipeline.warehouse.current import (
     LANDINGS_FILE,
     check_unique_chunk_ids,
@@ -26,7 +27,7 @@ from codex_pipeline.warehouse.current import (
     tombstones_table,
     update_index,
 )
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 DS = "manual"
 DAY0 = dt.date(2026, 11, 1)

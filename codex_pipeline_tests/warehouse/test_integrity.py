@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from codex_pipeline.cli.app import main
+from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.integrity import QUARANTINE_DIR, damage, sweep_dataset
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, write_parquet_atomic
+from codex_pipeline.warehouse.storage import Warehouse, write_parquet_atomic
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
 
 DAY = "2026-11-24"

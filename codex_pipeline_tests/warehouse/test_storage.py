@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from codex_pipeline.warehouse.storage import Warehouse, connect_catalog, ensure_views
+from codex_pipeline.warehouse.catalog import connect_catalog, ensure_views
+from codex_pipeline.warehouse.storage import Warehouse
 
 DAY = dt.date(2026, 11, 24)
 

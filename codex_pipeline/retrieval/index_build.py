@@ -1,64 +1,28 @@
-"""The search index of one dataset: built from its current corpus, opened memory-mapped.
-
-Layout, under ``warehouse/<dataset>/search_index/``::
-
-    CURRENT                 name of the live version folder (replaced atomically)
-    v-<utc stamp>-<rand>/
-        manifest.json       what was indexed, with which model and analyzer
-        rows.arrow          one row per current chunk, sorted by key (Arrow IPC, uncompressed, batches of 256 rows)
-        docs.arrow          canonical text of each current document (spans and context come from it; batches of 32)
-        bm25/               term ids per chunk and the BM25 score matrix (.npy; columns read per query)
-        vectors.usearch     HNSW graph over f16 vectors, keyed like rows.arrow (opened as a view)
-        units.npy           f16 vectors of the evidence units of chunks with several (rows' unit_start/unit_count)
-        unit_keys.npy       uint64 key of each unit's embedded text (retrieval.units.unit_key), to verify it
-        propositions/       the same files (but docs.arrow) for the dataset's current propositions, when it has any
-
-Propositions (seed 002) are a second collection of the same version: their rows in the
-chunk columns (the statement as ``chunk_text``, its spans as the anchor, the parent's
-type and metadata), their own BM25 statistics and graph, the version's docs.arrow. One
-build writes both and one swap publishes both, so a proposition and its parent chunk are
-always read from the same snapshot, and chunk scores never depend on propositions.
+"""Building a version of a dataset's search index (:mod:`~codex_pipeline.retrieval.index_format`) from its
+current corpus, and making it current.
 
 A build streams its inputs (:mod:`~codex_pipeline.retrieval.index_source`): it holds each
 current chunk's ids and links, its term ids and the graph, while chunk texts, canonical texts
 and vectors pass through in record batches, so its memory does not hold the corpus.
 
-A build writes a new version folder next to the live one and then swaps
-``CURRENT``: a reader holding the previous version keeps reading it (the previous
-folder is kept; older ones are removed), a crash leaves the live version untouched.
-
-**Why HNSW, and why f16.** An exact scan (a float32 mat-vec over a memory-mapped
-matrix, or usearch's int8 scan) costs a large part of a second per query at the corpus
-sizes the index serves and maps the whole matrix. An HNSW graph (usearch,
-connectivity 16) answers in milliseconds and touches a few hundred vectors per
-query, so a memory-mapped view keeps the search process small. f16 halves the
-file at practically no recall cost against f32; int8 loses more (figures in
-``docs/history.md``). Graph construction is the expensive part, so a
-rebuild **reuses the previous graph**: vectors of chunks whose id, text and vector are
-unchanged stay, only removed and changed ones are taken out and new ones added; a
-fresh graph is built when more than :data:`REBUILD_FRACTION` of it would change.
-
-**Keys.** A chunk id is ``urn:aprs:chunk:`` + 16 hex digits: that 64-bit number is
-the chunk's key in the graph and the sort order of ``rows.arrow`` (another id
-format is hashed to 64 bits). A point lookup by ``chunk_id`` is a binary search.
+Graph construction is the expensive part, so a rebuild **reuses the previous graph**: vectors
+of chunks whose id, text and vector are unchanged stay, only removed and changed ones are
+taken out and new ones added; a fresh graph is built when more than :data:`REBUILD_FRACTION`
+of it would change.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import errno
 import itertools
 import json
-import mmap
 import os
 import secrets
 import shutil
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -66,6 +30,30 @@ import pyarrow.compute as pc
 from usearch.index import Index
 
 from codex_pipeline.retrieval import bm25
+from codex_pipeline.retrieval.index_files import BatchWriter, UnitFile, disk_error, disk_full, save_graph
+from codex_pipeline.retrieval.index_format import (
+    BM25_DIR,
+    CONNECTIVITY,
+    DOCS_FILE,
+    EXPANSION_ADD,
+    EXPANSION_SEARCH,
+    FORMAT_VERSION,
+    MANIFEST_FILE,
+    PROPOSITION_COLUMNS,
+    PROPOSITIONS_DIR,
+    ROW_COLUMNS,
+    ROWS_FILE,
+    UNIT_KEYS_FILE,
+    UNITS_FILE,
+    VECTOR_DTYPE,
+    VECTORS_FILE,
+    IndexManifest,
+    _live_dir,
+    analyzer_id,
+    collect_versions,
+    open_arrow,
+    set_current,
+)
 from codex_pipeline.retrieval.index_source import (
     SKELETON_COLUMNS,
     VECTOR_KEY_COLUMNS,
@@ -75,94 +63,15 @@ from codex_pipeline.retrieval.index_source import (
     TableRows,
     chunk_keys,
 )
-from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, analyze, stemming
+from codex_pipeline.retrieval.lexical import analyze
 from codex_pipeline.retrieval.units import context_prefix
 
-FORMAT_VERSION = "5"  # 5: stored evidence-unit vectors (4: rows/docs in record batches read per hit; 3: BM25 context prefix)
-CURRENT_FILE = "CURRENT"
-MANIFEST_FILE = "manifest.json"
-ROWS_FILE = "rows.arrow"
-DOCS_FILE = "docs.arrow"
-BM25_DIR = "bm25"
-VECTORS_FILE = "vectors.usearch"
-UNITS_FILE = "units.npy"
-UNIT_KEYS_FILE = "unit_keys.npy"
-VECTOR_DTYPE = "f16"
-CONNECTIVITY = 16
-EXPANSION_ADD = 64
-EXPANSION_SEARCH = 128
 ROWS_PER_BATCH = 256
 """Record batch size of rows.arrow: a hit reads its batch (~250 KB) with one pread, nothing is mapped."""
 DOCS_PER_BATCH = 32
 """Record batch size of docs.arrow (canonical texts are a few KB each)."""
 REBUILD_FRACTION = 0.3
 """Rebuild the graph from scratch when more than this share of its vectors would be removed."""
-
-ROW_COLUMNS = (
-    "chunk_id",
-    "doc_id",
-    "section_id",
-    "chunk_type",
-    "parent_chunk_id",
-    "seq_index",
-    "partition_date",
-    "locator",
-    "evidence_anchor",
-    "metadata",
-    "content_hash",
-    "chunk_text",
-)
-PROPOSITION_COLUMNS = ("alignment_score", "extractor")
-"""Kept beside :data:`ROW_COLUMNS` in the propositions collection (see :mod:`~codex_pipeline.retrieval.proposition_rows`)."""
-PROPOSITIONS_DIR = "propositions"
-BATCH_ROWS_KEY = b"codex.batch_rows"
-NUM_ROWS_KEY = b"codex.num_rows"
-
-
-@dataclass(frozen=True)
-class IndexManifest:
-    """What one index version holds, and how it was made."""
-
-    dataset: str
-    version: str
-    built_at: str
-    chunks: int
-    documents: int
-    vectors: int
-    missing_vectors: int  # current chunks with no vector of this model/version for their exact text
-    duplicate_chunk_ids: int  # rows dropped because their chunk_id was already indexed
-    embedding_model: str | None
-    embedding_version: str | None
-    dimensions: int
-    vectors_reused: int  # taken over from the previous version's graph
-    graph: str  # "built" | "updated" | "none"
-    build_seconds: float
-    analyzer: str
-    terms_reused: int = 0  # chunks whose analyzed terms were taken over (not analyzed again)
-    units: int = 0  # stored evidence-unit vectors (of chunks with several units)
-    propositions: int = 0  # rows of the propositions/ collection (seed 002)
-    proposition_vectors: int = 0
-    format_version: str = FORMAT_VERSION
-    source: Mapping[str, str] = field(default_factory=dict)  # fingerprint of the inputs
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> IndexManifest:
-        """Tolerant of other format versions: unknown keys are dropped (check ``format_version``)."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    @property
-    def current_format(self) -> bool:
-        return self.format_version == FORMAT_VERSION and self.analyzer == analyzer_id()
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["source"] = dict(self.source)
-        return out
-
-
-def analyzer_id() -> str:
-    return f"{ANALYZER_VERSION}/{stemming()}"
 
 
 def build_search_index(
@@ -266,18 +175,12 @@ def build_index(
         os.replace(tmp, root / name)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if _disk_full(exc):  # pyarrow and numpy name the cause but not the file
+        if disk_full(exc):  # pyarrow and numpy name the cause but not the file
             raise disk_error(tmp, 0, " ".join(str(exc).split()), full=True) from exc
         raise
-    _set_current(root, name)
-    _collect(root, keep_versions)
+    set_current(root, name)
+    collect_versions(root, keep_versions)
     return manifest
-
-
-def _disk_full(exc: BaseException) -> bool:
-    """A write that failed for want of space, whoever raised it (errno 28, or pyarrow's message of it)."""
-    return isinstance(exc, OSError) and not isinstance(exc, IndexWriteError) \
-        and (exc.errno == errno.ENOSPC or "No space left on device" in str(exc))
 
 
 @dataclass(frozen=True)
@@ -390,17 +293,6 @@ def _write_collection(
     return _CollectionStats(n, int(has_vector.sum()), dims, len(plan.rows), reused, int(n - need.sum()), graph)
 
 
-def read_manifest(root: Path) -> IndexManifest | None:
-    """The live version's manifest, or None when the dataset has no index."""
-    live = _live_dir(root)
-    if live is None:
-        return None
-    return IndexManifest.from_dict(json.loads((live / MANIFEST_FILE).read_text()))
-
-
-# -- building ------------------------------------------------------------------------
-
-
 def _write_docs(source: DocumentSource, path: Path, skeleton: _Skeleton) -> pa.Array:
     """docs.arrow: the canonical text of each document the rows cite, of the day they cite when the source says
     (a row finds it by ``doc_row``, its place in the file); returns the ids written, in file order."""
@@ -410,7 +302,7 @@ def _write_docs(source: DocumentSource, path: Path, skeleton: _Skeleton) -> pa.A
     seen: set[str] = set()
     reader = source.documents()
     schema = pa.schema([reader.schema.field("doc_id"), reader.schema.field("canonical_text")])
-    with _BatchWriter(path, schema, DOCS_PER_BATCH) as writer:  # how many: known at the end only
+    with BatchWriter(path, schema, DOCS_PER_BATCH) as writer:  # how many: known at the end only
         for batch in reader:
             table = pa.Table.from_batches([batch])
             if "partition_date" in table.column_names:
@@ -430,53 +322,6 @@ def _write_docs(source: DocumentSource, path: Path, skeleton: _Skeleton) -> pa.A
                 for part in table.to_batches():
                     writer.write(part)
     return pa.concat_arrays(written) if written else pa.array([], schema.field("doc_id").type)
-
-
-class _BatchWriter:
-    """An Arrow IPC file of record batches of exactly ``batch_rows`` rows (the last one shorter), so row ``i`` is
-    in batch ``i // batch_rows`` and a reader fetches it with one read. The row count, when known ahead, goes in
-    the schema metadata (readers count the batches otherwise)."""
-
-    def __init__(self, path: Path, schema: pa.Schema, batch_rows: int, num_rows: int | None = None) -> None:
-        meta = {**(schema.metadata or {}), BATCH_ROWS_KEY: str(batch_rows)}
-        if num_rows is not None:
-            meta[NUM_ROWS_KEY] = str(num_rows)
-        self.schema = schema.with_metadata(meta)
-        self.batch_rows = batch_rows
-        self._sink = pa.OSFile(str(path), "wb")
-        self._writer = pa.ipc.new_file(self._sink, self.schema)
-        self._pending: list[pa.RecordBatch] = []
-        self._held = 0
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows:
-            self._pending.append(batch)
-            self._held += batch.num_rows
-            if self._held >= self.batch_rows:
-                self._emit(final=False)
-
-    def _emit(self, final: bool) -> None:
-        if not self._pending:
-            return
-        table = pa.Table.from_batches(self._pending).combine_chunks()
-        at = 0
-        while self._held - at >= self.batch_rows or (final and self._held > at):
-            part = table.slice(at, self.batch_rows).to_batches()[0]
-            self._writer.write_batch(part.replace_schema_metadata(self.schema.metadata))
-            at += part.num_rows
-        rest = table.slice(at)
-        self._pending, self._held = rest.to_batches(), rest.num_rows
-
-    def __enter__(self) -> _BatchWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            if exc[0] is None:
-                self._emit(final=True)
-            self._writer.close()
-        finally:
-            self._sink.close()
 
 
 def _link(skeleton: _Skeleton, docs: pa.Array) -> dict[str, pa.Array]:
@@ -618,7 +463,7 @@ def _write_units(folder: Path, source: RowSource, skeleton: _Skeleton, plan: _Un
         return
     np.save(folder / UNIT_KEYS_FILE, plan.hashes)
     reader = source.units((*VECTOR_KEY_COLUMNS, "unit_index", "vector"))
-    out: _UnitFile | None = None
+    out: UnitFile | None = None
     try:
         for batch in reader or ():
             ok, pos = _match(batch, skeleton, model, version, text_hash=False)
@@ -626,34 +471,12 @@ def _write_units(folder: Path, source: RowSource, skeleton: _Skeleton, plan: _Un
             if not len(idx):
                 continue
             vectors = _gather(batch.column("vector"), idx)
-            out = out or _UnitFile(folder / UNITS_FILE, len(plan.codes), vectors.shape[1])
+            out = out or UnitFile(folder / UNITS_FILE, len(plan.codes), vectors.shape[1])
             unit = batch.column("unit_index").to_numpy(zero_copy_only=False)[idx].astype(np.int64)
             out.write(np.searchsorted(plan.codes, (pos[idx] << _UNIT_BITS) | unit), vectors)
     finally:
         if out is not None:
             out.close()
-
-
-class _UnitFile:
-    """A ``.npy`` file of f16 rows written at row indexes through ``mmap``, its pages released after each write."""
-
-    def __init__(self, path: Path, rows: int, dims: int) -> None:
-        header = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=(rows, dims))  # sizes the file
-        self.offset = header.offset
-        del header
-        self._fh = open(path, "r+b")
-        self._map = mmap.mmap(self._fh.fileno(), 0)
-        self.rows = np.frombuffer(self._map, np.float16, rows * dims, self.offset).reshape(rows, dims)
-
-    def write(self, at: np.ndarray, vectors: np.ndarray) -> None:
-        self.rows[at] = vectors
-        self._map.flush()
-        self._map.madvise(mmap.MADV_DONTNEED)  # written back: drop them from this process (the page cache keeps them)
-
-    def close(self) -> None:
-        del self.rows
-        self._map.close()
-        self._fh.close()
 
 
 def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleton: _Skeleton,
@@ -691,7 +514,7 @@ def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleto
             at += m
             yield batch
 
-    with _BatchWriter(path, schema, ROWS_PER_BATCH, len(keys)) as writer:
+    with BatchWriter(path, schema, ROWS_PER_BATCH, len(keys)) as writer:
         for batch in batches():
             writer.write(batch)
             yield from analyzed
@@ -702,7 +525,7 @@ def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleto
 
 def _reusable_rows(skeleton: _Skeleton, previous: Path) -> np.ndarray:
     """For each row, the previous version's row with the same key and text (-1: none)."""
-    old = _open_arrow(previous / ROWS_FILE).select(["key", "content_hash"])
+    old = open_arrow(previous / ROWS_FILE).select(["key", "content_hash"])
     old_keys = old.column("key").to_numpy()
     keys = skeleton.keys
     out = np.full(len(keys), -1, np.int64)
@@ -776,53 +599,6 @@ def _kept(batch_keys: np.ndarray, old_keys: np.ndarray, same: np.ndarray) -> np.
     return (old_keys[pos] == batch_keys) & same[pos]
 
 
-def save_graph(index: Index, path: Path) -> None:
-    """``index.save`` with an error that says what went wrong: usearch reports a full disk as
-    ``Failed to serialize into stream``, naming neither the file nor the cause."""
-    try:
-        index.save(str(path))
-    except RuntimeError as exc:
-        need = int(getattr(index, "serialized_length", 0) or 0)
-        raise disk_error(path, need, f"usearch: {exc}") from exc
-
-
-class IndexWriteError(OSError):
-    """A write of the search index failed; the message names the file, the cause and the fix."""
-
-
-def disk_error(path: Path, need: int, detail: str, full: bool | None = None) -> IndexWriteError:
-    """An ``OSError`` naming ``path`` and the fix: "no space left on device" when the disk is (nearly) full.
-
-    ``full`` None: full means less room than the file needs (or under 1 MiB), or a probe
-    write of the same file failing with ``ENOSPC`` (usearch keeps the errno to itself).
-    """
-    try:
-        free = shutil.disk_usage(path.parent).free
-    except OSError:
-        free = -1
-    if full is None:
-        full = 0 <= free <= max(need, 1 << 20) or _probe_errno(path) == errno.ENOSPC
-    if full:
-        return IndexWriteError(errno.ENOSPC, f"no space left on device writing {path} ({free:,} bytes free"
-                       f"{f', about {need:,} needed' if need else ''}; {detail}): free space on that disk, or "
-                       "move the data directory (CODEX_DATA_DIR) to a bigger one, then rematerialize the "
-                       "dataset's search_index asset")
-    return IndexWriteError(errno.EIO, f"could not write {path} ({detail}): check that the disk is writable and not "
-                   "failing, then rematerialize the dataset's search_index asset")
-
-
-def _probe_errno(path: Path) -> int | None:
-    """The errno of writing 64 KiB to ``path`` (which a failed write left unusable anyway), None if it worked."""
-    try:
-        with open(path, "wb") as fh:
-            fh.write(bytes(1 << 16))
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        return exc.errno
-    return None
-
-
 def _changed_vectors(index: Index, keys: np.ndarray, vectors: np.ndarray, old_keys: np.ndarray,
                      same: np.ndarray) -> np.ndarray:
     """Keys whose graph vector is not the new one although their text is the same (e.g. a new pooling recipe).
@@ -848,7 +624,7 @@ def _previous_graph(
     if (manifest.get("format_version"), manifest.get("embedding_model"), manifest.get("embedding_version"),
             manifest.get("dimensions")) != (FORMAT_VERSION, model, version, dims):
         return None
-    old_rows = _open_arrow(previous / ROWS_FILE).select(["key", "content_hash", "has_vector"])
+    old_rows = open_arrow(previous / ROWS_FILE).select(["key", "content_hash", "has_vector"])
     old_rows = old_rows.filter(old_rows.column("has_vector"))
     index = Index.restore(str(previous / VECTORS_FILE), view=False)
     if index is None:
@@ -859,39 +635,3 @@ def _previous_graph(
 
 def _threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
-# -- versions ------------------------------------------------------------------------
-
-
-def _live_dir(root: Path) -> Path | None:
-    try:
-        name = (root / CURRENT_FILE).read_text().strip()
-    except FileNotFoundError:
-        return None
-    path = root / name
-    return path if name and (path / MANIFEST_FILE).exists() else None
-
-
-def _set_current(root: Path, name: str) -> None:
-    tmp = root / f".{CURRENT_FILE}.{secrets.token_hex(4)}.tmp"
-    tmp.write_text(name + "\n")
-    os.replace(tmp, root / CURRENT_FILE)
-
-
-def _collect(root: Path, keep: int) -> None:
-    """Remove all but the newest ``keep`` versions (the live one always stays)."""
-    live = _live_dir(root)
-    versions = sorted((p for p in root.glob("v-*") if p.is_dir()), key=lambda p: p.name, reverse=True)
-    for old in versions[max(keep, 1):]:
-        if old != live:
-            shutil.rmtree(old, ignore_errors=True)
-    for tmp in root.glob(".tmp-*"):  # a build that crashed long ago
-        with contextlib.suppress(OSError):
-            if time.time() - tmp.stat().st_mtime > 24 * 3600:
-                shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _open_arrow(path: Path) -> pa.Table:
-    """An Arrow IPC file memory-mapped: columns are read from the page cache on demand."""
-    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
