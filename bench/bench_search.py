@@ -51,8 +51,8 @@ import pyarrow as pa
 
 from codex_pipeline.core.contract import CHUNK_SCHEMA, RAW_SCHEMA
 from codex_pipeline.core.ids import make_chunk_id, make_doc_id
-from codex_pipeline.datasets.embed_step import UNITS_TABLE, units_of
 from codex_pipeline.embeddings import embeddings_schema
+from codex_pipeline.pipeline.embeddings_day import UNITS_TABLE, units_of
 from codex_pipeline.warehouse.current import ensure_index, landed_from_raw, update_index
 from codex_pipeline.warehouse.storage import Warehouse
 

@@ -1,5 +1,8 @@
-"""The registry of datasets and the per-partition steps (ingest, chunk, embed, staleness)
-that tie readers, chunkers, warehouse and embedders together, as plain functions.
+"""The registry of datasets and the building blocks around it: row transforms (documents to
+``raw`` rows and back, chunking a batch of documents, rejects as rows), which materialized
+partitions are stale, and the address validator.
 
-Imports ``core``, ``sources``, ``chunkers``, ``warehouse`` and ``embeddings``; never Dagster.
+The day steps themselves (what is read and written, in which order) are in
+``codex_pipeline.pipeline``. Imports ``core``, ``sources``, ``chunkers``, ``warehouse`` and
+``retrieval``; never Dagster.
 """

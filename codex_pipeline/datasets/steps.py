@@ -1,7 +1,8 @@
 """The per-partition building blocks of a dataset, as plain functions over Arrow tables.
 
-The day steps in ``codex_pipeline.pipeline`` put them together (and the Dagster assets
-call those); the CLI, the address validator, benchmarks and tests call them directly.
+Nothing here reads or writes the warehouse: the day steps in ``codex_pipeline.pipeline``
+put these together with the reading, writing and publishing (and the Dagster assets call
+those); the CLI, the address validator, benchmarks and tests call them directly.
 """
 
 from __future__ import annotations

@@ -8,11 +8,22 @@ from typing import Any
 import dagster as dg
 
 from codex_pipeline.core.contract_check import ContractReport
-from codex_pipeline.pipeline import AddressResult, ChunksDayResult, EmbeddingsResult, RawDayResult, UniqueIdsResult
+from codex_pipeline.pipeline import (
+    AddressResult,
+    ChunksDayResult,
+    EmbeddingsResult,
+    PropositionEmbeddingsResult,
+    PropositionsResult,
+    RawDayResult,
+    SearchIndexResult,
+    UniqueIdsResult,
+)
 
 CONTRACT_CHECK = "chunk_contract"
 UNIQUE_CHECK = "current_chunk_ids_unique"
 ADDRESS_CHECK = "chunk_addresses"
+PROPOSITIONS_CONTRACT_CHECK = "propositions_contract"
+PROPOSITION_VECTOR_COUNTS = ("inputs", "reused", "embedded", "requests")
 
 
 def raw_metadata(done: RawDayResult) -> dict[str, Any]:
@@ -119,3 +130,57 @@ def address_result(done: AddressResult) -> dg.AssetCheckResult:
             **({"notes": dg.MetadataValue.json(r.notes)} if r.notes else {}),
         },
     )
+
+
+def propositions_metadata(done: PropositionsResult) -> dict[str, Any]:
+    return {
+        **{k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in done.totals.items()},
+        "extractor": done.extractor,
+        "extractor_version": done.extractor_version,
+        "prompt_version": done.prompt_version,
+        "extractor_config": dg.MetadataValue.json(done.extractor_config),
+        "cost_cap_reached": bool(done.stopped),
+        "cost_cap_message": "; ".join(done.stopped) or "not reached",
+        "run_cost_usd": round(done.run_cost_usd, 6),
+        "by_partition": dg.MetadataValue.json(done.by_partition),
+        "views_created": list(done.views_created),
+    }
+
+
+def propositions_contract_result(done: PropositionsResult) -> dg.AssetCheckResult:
+    """The blocking propositions contract: a day that breaks it was kept aside, never to be embedded."""
+    return dg.AssetCheckResult(
+        check_name=PROPOSITIONS_CONTRACT_CHECK,
+        passed=done.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"failed_checks": done.failed_checks, "failures": dg.MetadataValue.json(list(done.failures))},
+    )
+
+
+def proposition_embeddings_metadata(done: PropositionEmbeddingsResult) -> dict[str, Any]:
+    return {
+        **{k: done.totals.get(k, 0) for k in PROPOSITION_VECTOR_COUNTS},
+        "embedding_model": done.model,
+        "embedding_version": done.version,
+        "views_created": list(done.views_created),
+    }
+
+
+def search_index_metadata(done: SearchIndexResult) -> dict[str, Any]:
+    m = done.manifest
+    return {
+        "rebuilt": done.rebuilt,
+        "version": m.version,
+        "chunks": m.chunks,
+        "documents": m.documents,
+        "vectors": m.vectors,
+        "missing_vectors": m.missing_vectors,
+        "propositions": m.propositions,
+        "proposition_vectors": m.proposition_vectors,
+        "terms_reused": m.terms_reused,
+        "vectors_reused": m.vectors_reused,
+        "graph": m.graph,
+        "build_seconds": m.build_seconds,
+        "embedding_model": m.embedding_model or "",
+        "path": dg.MetadataValue.path(str(done.path)),
+    }

@@ -12,13 +12,17 @@ import datetime as dt
 import dagster as dg
 
 from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
+from codex_pipeline.defs.metadata import PROPOSITIONS_CONTRACT_CHECK as CONTRACT_CHECK
+from codex_pipeline.defs.metadata import (
+    proposition_embeddings_metadata,
+    propositions_contract_result,
+    propositions_metadata,
+)
 from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, PropositionSettings
-from codex_pipeline.propositions.base import Extractor
-from codex_pipeline.propositions.run import PropositionsRun, run_proposition_embeddings, run_propositions
+from codex_pipeline.pipeline import run_proposition_embeddings, run_propositions
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE, TABLE
 
-CONTRACT_CHECK = "propositions_contract"
 EMBEDDINGS_POOL = "embeddings"
 BACKFILL = dg.BackfillPolicy.multi_run(max_partitions_per_run=5)
 
@@ -58,43 +62,12 @@ def build_propositions_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinit
     def propositions(
         context: dg.AssetExecutionContext, warehouse: CodexWarehouse, propositions: PropositionSettings
     ) -> dg.MaterializeResult:
-        extractor = propositions.build()
-        run = run_propositions(warehouse.get(), spec.name, _days(context), extractor, context.run.run_id[:8],
-                               propositions.max_usd_per_run, propositions.max_usd_per_partition)
-        for line in run.errors:
-            context.log.error(line)
-        for line in run.warnings:
-            context.log.warning(line)
-        return _propositions_result(run, extractor)
+        done = run_propositions(spec, warehouse.get(), _days(context), propositions.build(), context.run.run_id[:8],
+                                propositions.max_usd_per_run, propositions.max_usd_per_partition, context.log)
+        return dg.MaterializeResult(metadata=propositions_metadata(done),
+                                    check_results=[propositions_contract_result(done)])
 
     return propositions
-
-
-def _propositions_result(run: PropositionsRun, extractor: Extractor) -> dg.MaterializeResult:
-    describe = getattr(extractor, "describe", None)
-    return dg.MaterializeResult(
-        metadata={
-            **{k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in run.totals.items()},
-            "extractor": extractor.name,
-            "extractor_version": extractor.version,
-            "prompt_version": extractor.prompt_version,
-            "extractor_config": dg.MetadataValue.json(describe() if describe else {"extractor": extractor.name}),
-            "cost_cap_reached": bool(run.stopped),
-            "cost_cap_message": "; ".join(run.stopped) or "not reached",
-            "run_cost_usd": round(run.run_cost_usd, 6),
-            "by_partition": dg.MetadataValue.json(run.per_day),
-            "views_created": run.views_created,
-        },
-        check_results=[
-            dg.AssetCheckResult(
-                check_name=CONTRACT_CHECK,
-                passed=not run.failures,
-                severity=dg.AssetCheckSeverity.ERROR,
-                metadata={"failed_checks": sorted({str(f["check"]) for f in run.failures}),
-                          "failures": dg.MetadataValue.json(run.failures)},
-            )
-        ],
-    )
 
 
 def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
@@ -115,16 +88,8 @@ def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.Partiti
     def proposition_embeddings(
         context: dg.AssetExecutionContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings
     ) -> dg.MaterializeResult:
-        embedder = embedding.build()
-        run = run_proposition_embeddings(warehouse.get(), spec.name, _days(context), embedder)
-        return dg.MaterializeResult(
-            metadata={
-                **{k: run.totals.get(k, 0) for k in ("inputs", "reused", "embedded", "requests")},
-                "embedding_model": embedder.model,
-                "embedding_version": embedder.version,
-                "views_created": run.views_created,
-            }
-        )
+        done = run_proposition_embeddings(spec, warehouse.get(), _days(context), embedding.build())
+        return dg.MaterializeResult(metadata=proposition_embeddings_metadata(done))
 
     return proposition_embeddings
 

@@ -16,14 +16,13 @@ finds its inputs already indexed writes nothing. A dataset with propositions (se
 indexes them in the same build, after `[dataset, proposition_embeddings]`.
 """
 
-from typing import Any
-
 import dagster as dg
 
 from codex_pipeline.datasets.registry import DatasetRegistry, DatasetSpec
+from codex_pipeline.defs.metadata import search_index_metadata
 from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.retrieval import IndexManifest, index_root, update_dataset_index
+from codex_pipeline.pipeline import run_search_index
 from codex_pipeline.retrieval.index_format import FORMAT_VERSION, analyzer_id
 
 SEARCH_POOL = "search_index"
@@ -54,39 +53,10 @@ def build_search_index_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinit
     def search_index(
         context: dg.AssetExecutionContext, warehouse: CodexWarehouse, embedding: EmbeddingSettings
     ) -> dg.MaterializeResult:
-        wh = warehouse.get()
-        embedder = embedding.build()
-        manifest, built = update_dataset_index(wh, spec.name, embedder.model, embedder.version)
-        if not built:
-            context.log.info(f"{spec.name}: inputs unchanged since index version {manifest.version}")
-        if manifest.missing_vectors:
-            context.log.warning(
-                f"{manifest.missing_vectors} current {spec.name} chunk(s) have no {embedder.model} vector for their "
-                "text yet: they are found by BM25 only until their embeddings partition is materialized"
-            )
-        path = index_root(wh, spec.name) / manifest.version
-        return dg.MaterializeResult(metadata=_metadata(manifest, built, str(path)))
+        done = run_search_index(spec, warehouse.get(), embedding.build(), context.log)
+        return dg.MaterializeResult(metadata=search_index_metadata(done))
 
     return search_index
-
-
-def _metadata(manifest: IndexManifest, built: bool, path: str) -> dict[str, Any]:
-    return {
-        "rebuilt": built,
-        "version": manifest.version,
-        "chunks": manifest.chunks,
-        "documents": manifest.documents,
-        "vectors": manifest.vectors,
-        "missing_vectors": manifest.missing_vectors,
-        "propositions": manifest.propositions,
-        "proposition_vectors": manifest.proposition_vectors,
-        "terms_reused": manifest.terms_reused,
-        "vectors_reused": manifest.vectors_reused,
-        "graph": manifest.graph,
-        "build_seconds": manifest.build_seconds,
-        "embedding_model": manifest.embedding_model or "",
-        "path": dg.MetadataValue.path(path),
-    }
 
 
 def search_definitions(registry: DatasetRegistry, partitions: dg.PartitionsDefinition) -> dg.Definitions:

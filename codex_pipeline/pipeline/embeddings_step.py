@@ -1,16 +1,16 @@
 """The embeddings step: each day's contract-checked chunks get vectors, reused wherever possible.
 
 The per-day work (reuse, evidence units, pooling, checkpoints) is
-:func:`codex_pipeline.datasets.embed_step.embed_day`; this step runs it over a run's
+:func:`~codex_pipeline.pipeline.embeddings_day.embed_day`; this step runs it over a run's
 days and sums what it did, so a run over several days reports one set of counts.
 """
 
 import datetime as dt
 from collections.abc import Sequence
 
-from codex_pipeline.datasets.embed_step import UNITS_TABLE, PartitionEmbeddings, embed_day
 from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.embeddings import Embedder
+from codex_pipeline.pipeline.embeddings_day import UNITS_TABLE, PartitionEmbeddings, embed_day
 from codex_pipeline.pipeline.housekeeping import set_aside_damaged
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import EmbeddingsResult, EmbeddingTotals, StepLog

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from codex_pipeline.core.contract_check import ContractReport
 from codex_pipeline.datasets.validation import ValidationReport
+from codex_pipeline.retrieval import IndexManifest
 from codex_pipeline.warehouse.current import UniqueIds
 
 
@@ -108,6 +109,58 @@ class EmbeddingsResult:
     by_partition: dict[str, dict[str, int]]  # day -> that day's counts
     views_created: tuple[str, ...] = ()
     damaged: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PropositionsResult:
+    """The days of one run's propositions extracted, contract-checked, and published or kept aside."""
+
+    dataset: str
+    days: tuple[dt.date, ...]
+    extractor: str
+    extractor_version: str
+    prompt_version: str
+    extractor_config: dict[str, Any]  # what the extractor says of itself (model, caps, ...)
+    totals: dict[str, float]  # ``PropositionCounts`` summed over the days (``cost_usd`` a float, the rest counts)
+    by_partition: dict[str, dict[str, float]]  # day -> that day's counts
+    failures: tuple[dict[str, object], ...] = ()  # contract failures, each with its ``partition``
+    stopped: tuple[str, ...] = ()  # the cost cap's messages, one per day it stopped
+    run_cost_usd: float = 0.0
+    views_created: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()  # one line per day whose contract failed (logged at error level)
+    warnings: tuple[str, ...] = ()  # what was logged at warning level or above: rejects, cost-cap stops, errors
+
+    @property
+    def passed(self) -> bool:
+        """True when every day's propositions met the contract (none was kept aside)."""
+        return not self.failures
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return sorted({str(f["check"]) for f in self.failures})
+
+
+@dataclass(frozen=True)
+class PropositionEmbeddingsResult:
+    """The days of one run's contract-checked propositions embedded, every vector reused that could be."""
+
+    dataset: str
+    days: tuple[dt.date, ...]
+    model: str
+    version: str
+    totals: dict[str, int]  # ``EmbedCounts`` summed over the days
+    views_created: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchIndexResult:
+    """The dataset's search index brought up to date with its current corpus (or found already so)."""
+
+    dataset: str
+    manifest: IndexManifest  # the live version after the step
+    rebuilt: bool  # False when the inputs were unchanged since the live version: nothing was written
+    path: Path  # the live version's folder
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

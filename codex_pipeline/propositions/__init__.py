@@ -8,8 +8,8 @@ cached by the parent's ``content_hash`` plus the extractor, its version and the
 prompt version (:mod:`.step`), and an LLM run is bounded by a cost cap (:mod:`.cost`).
 
 Imports ``core``, ``transport``, ``warehouse`` and ``embeddings`` only; nothing here
-imports Dagster or reads the environment. The ``[dataset, propositions]`` assets call
-:func:`~.step.extract_day` with the extractor their resource built.
+imports Dagster or reads the environment. The propositions day step
+(``pipeline/propositions_step.py``) calls :func:`~.step.extract_day` with the extractor it is given.
 """
 
 from __future__ import annotations

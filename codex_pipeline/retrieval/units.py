@@ -17,7 +17,7 @@ matches down).
 **Vectors are made once, at embedding time.** The embeddings step embeds the units of
 every chunk with more than one unit (``codex.<dataset>_evidence_units``, reused by
 exact text like chunk vectors; the chunk's own vector is their mean, see
-``datasets/embed_step.py``) and the search index keeps them beside the chunk vectors,
+``pipeline/embeddings_day.py``) and the search index keeps them beside the chunk vectors,
 so a query embeds only itself. A chunk of one unit needs no unit vector: its
 evidence is its own spans. A unit whose stored vector is missing or was made from
 another text (a recipe change not yet re-embedded) is embedded at query time, cached

@@ -14,11 +14,11 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from codex_pipeline.datasets.embed_step import checkpoint_for
 from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.datasets.sample_data import sample_root
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionConfig
+from codex_pipeline.pipeline.embeddings_day import checkpoint_for
 from codex_pipeline.retrieval.context import anchor_spans
 from codex_pipeline.retrieval.units import chunk_units
 from codex_pipeline.warehouse.catalog import connect_catalog

@@ -22,9 +22,9 @@ import dagster as dg
 import pytest
 from dagster._core.events import DagsterEvent
 
-from codex_pipeline.datasets.embed_step import checkpoint_for
 from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.defs.run_hygiene import HOST_TAG, PID_TAG, run_hygiene_sensor, sweep_dead_runs
+from codex_pipeline.pipeline.embeddings_day import checkpoint_for
 from codex_pipeline.settings import EnvName
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.embeddings.pausing import sample_texts

@@ -18,8 +18,8 @@ import codex_pipeline
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.embeddings import Embedder, embed_partition
+from codex_pipeline.pipeline.proposition_embeddings_step import embed_propositions_day
 from codex_pipeline.propositions import make_extractor
-from codex_pipeline.propositions.embed import embed_propositions_day
 from codex_pipeline.propositions.step import extract_day
 from codex_pipeline.propositions.table import TABLE
 from codex_pipeline.retrieval import Filters, Retriever, index_root, read_manifest

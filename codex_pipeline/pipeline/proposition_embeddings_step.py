@@ -1,18 +1,18 @@
-"""Vectors for a partition's propositions, with the embeddings' reuse rules.
+"""The proposition-embeddings step: each day's contract-checked propositions get vectors.
 
-:func:`~codex_pipeline.embeddings.embed_partition` does the work: a vector is reused
+:func:`~codex_pipeline.embeddings.embed_partition` does a day's work: a vector is reused
 whenever the exact text, the model and its version are unchanged (this partition's
 previous table, then the dataset's other partitions, then a checkpoint of a failed
 run), so a rerun or a re-extraction that yields the same statements costs nothing.
 """
 
-from __future__ import annotations
-
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.embeddings import (
     EmbedCounts,
     Embedder,
@@ -21,8 +21,23 @@ from codex_pipeline.embeddings import (
     embed_partition,
     input_hashes,
 )
+from codex_pipeline.pipeline.results import PropositionEmbeddingsResult
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE, TABLE
+from codex_pipeline.warehouse.catalog import ensure_views
 from codex_pipeline.warehouse.storage import Warehouse
+
+
+def run_proposition_embeddings(
+    spec: DatasetSpec, wh: Warehouse, days: Sequence[dt.date], embedder: Embedder
+) -> PropositionEmbeddingsResult:
+    """Embed each day's contract-checked propositions (vectors reused by exact text, model and version)."""
+    totals: dict[str, int] = {}
+    for day in days:
+        for k, v in embed_propositions_day(wh, spec.name, day, embedder).counts.as_dict().items():
+            totals[k] = totals.get(k, 0) + v
+    created = ensure_views(wh, [(spec.name, EMBEDDINGS_TABLE)])
+    return PropositionEmbeddingsResult(spec.name, tuple(days), embedder.model, embedder.version, totals,
+                                       views_created=tuple(created))
 
 
 @dataclass
