@@ -52,6 +52,8 @@ from codex_pipeline.sources.structured import (
 
 @dataclass(frozen=True)
 class DatasetSpec:
+    """One dataset: how its landing days are read and chunked, and the versions that say when to rebuild them."""
+
     name: str
     description: str
     load_day: Callable[[Path], LoadResult]  # a landing day folder -> documents + rejects
@@ -72,6 +74,7 @@ class DatasetSpec:
 
     @property
     def chunked(self) -> bool:
+        """False for a dataset exported raw only (no chunker, no ``_chunks`` table)."""
         return self.chunker is not None
 
     def documents(self, day_dir: Path, rejects: list[Reject]) -> Iterator[SourceDocument]:

@@ -9,6 +9,7 @@ from codex_pipeline.warehouse.storage import Warehouse
 
 
 def sample_root() -> Path:
+    """The shipped ``codex_pipeline/sample_landing`` folder: ``<dataset>/<YYYY-MM-DD>/`` landing files."""
     return Path(__file__).resolve().parents[1] / "sample_landing"
 
 

@@ -20,6 +20,8 @@ from codex_pipeline.warehouse.storage import Warehouse
 
 @dataclass(frozen=True)
 class StalePartition:
+    """A partition to rebuild: ``target`` is the first step to redo, ``reason`` what changed."""
+
     dataset: str
     day: dt.date
     target: str  # "raw" (re-ingest, re-chunk, re-embed), "chunks" (re-chunk, re-embed) or "embeddings"

@@ -24,12 +24,15 @@ from codex_pipeline.datasets.registry import DatasetSpec
 
 @dataclass
 class StepOutput:
+    """A step's table and rejects table, and how many documents it kept (ingest) or chunked (chunk)."""
+
     table: pa.Table
     rejects: pa.Table
     documents: int
 
 
 def rejects_table(dataset: str, day: dt.date, rejects: Iterable[Reject]) -> pa.Table:
+    """The rejects as a ``REJECT_SCHEMA`` table, all ``rejected_at`` now, excerpts cut to 500 characters."""
     now = dt.datetime.now(dt.UTC)
     rows = [
         {
@@ -65,9 +68,14 @@ class Ingest:
 
     @property
     def documents(self) -> int:
+        """Documents kept so far (duplicates not counted)."""
         return len(self.record_ids)
 
     def tables(self, documents: Iterable[SourceDocument], max_chars: int | None = None) -> Iterator[pa.Table]:
+        """One ``raw`` table per run of documents of at most ``max_chars`` text (default :data:`RAW_BATCH_CHARS`).
+
+        ``max_chars=0``: one table. Lazy: ``rejects`` and ``record_ids`` are complete only once it is consumed.
+        """
         for batch in _batches(documents, RAW_BATCH_CHARS if max_chars is None else max_chars):
             yield self._table(batch)
 

@@ -44,16 +44,21 @@ _COLUMNS = ("chunk_id", "doc_id", "section_id", "chunk_text", "seq_index", "evid
 
 @dataclass(frozen=True)
 class Problem:
+    """One failure of a check, with enough of ``where`` to find the row."""
+
     check: str
     where: str  # dataset, day, document, chunk: enough to find the row
     message: str
 
     def line(self) -> str:
+        """``[check] where: message``."""
         return f"[{self.check}] {self.where}: {self.message}"
 
 
 @dataclass
 class ValidationReport:
+    """A dataset's checks over the days validated: counts per check, the first problems of each, and notes."""
+
     dataset: str
     days: list[dt.date] = field(default_factory=list)
     sampled: int = 0
@@ -64,18 +69,22 @@ class ValidationReport:
 
     @property
     def passed(self) -> bool:
+        """True when no check failed (also when nothing was checked: see ``notes``)."""
         return not any(self.failures.values())
 
     @property
     def failed_checks(self) -> list[str]:
+        """The checks with at least one failure."""
         return [c for c in self.failures if self.failures[c]]
 
     def fail(self, check: str, where: str, message: str) -> None:
+        """Count a failure; its :class:`Problem` is kept while the check has fewer than MAX_PROBLEMS_PER_CHECK."""
         self.failures[check] = self.failures.get(check, 0) + 1
         if sum(p.check == check for p in self.problems) < MAX_PROBLEMS_PER_CHECK:
             self.problems.append(Problem(check, where, message))
 
     def merge(self, other: ValidationReport) -> None:
+        """Add ``other``'s days, counts, problems and notes to this report (a partition's into the dataset's)."""
         self.days += other.days
         self.sampled += other.sampled
         for c, n in other.checked.items():
@@ -86,6 +95,7 @@ class ValidationReport:
         self.notes += other.notes
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (what ``codex validate --json`` prints per dataset)."""
         return {
             "dataset": self.dataset, "passed": self.passed, "days": [d.isoformat() for d in sorted(self.days)],
             "sampled_chunks": self.sampled,
@@ -95,6 +105,7 @@ class ValidationReport:
         }
 
     def lines(self) -> list[str]:
+        """The report for a terminal: the verdict, one line per check (passed / checked), problems, notes."""
         verdict = "PASS" if self.passed else "FAIL"
         days = ", ".join(d.isoformat() for d in sorted(self.days)) or "no published partition"
         out = [f"{self.dataset}: {verdict} ({self.sampled} sampled chunks; {days})"]

@@ -65,6 +65,7 @@ def _day(context: dg.AssetExecutionContext) -> dt.date:
 
 
 def build_raw_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
+    """``[dataset, raw]``; no output for a day with nothing landed or retracted, so the day's later steps skip."""
     @dg.asset(
         key=dg.AssetKey([spec.name, "raw"]),
         backfill_policy=ONE_RUN_PER_DAY,
@@ -92,6 +93,7 @@ def _chunks_description(spec: DatasetSpec) -> str:
 
 
 def build_chunks_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
+    """``[dataset, chunks]``, reporting its own blocking contract check (it decides publish or quarantine)."""
     @dg.asset(
         key=chunks_key(spec),
         deps=[dg.AssetKey([spec.name, "raw"])],
@@ -120,6 +122,7 @@ def _embeddings_description(spec: DatasetSpec) -> str:
 
 
 def build_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
+    """``[dataset, embeddings]``, its steps in the :data:`EMBEDDINGS_POOL` concurrency pool."""
     @dg.asset(
         key=dg.AssetKey([spec.name, "embeddings"]),
         deps=[chunks_key(spec)],

@@ -21,10 +21,12 @@ from codex_pipeline.pipeline import chunk_addresses, current_ids_unique
 
 
 def chunks_key(spec: DatasetSpec) -> dg.AssetKey:
+    """``[dataset, chunks]``: the key of the chunks asset and of its checks."""
     return dg.AssetKey([spec.name, "chunks"])
 
 
 def contract_check_spec(spec: DatasetSpec) -> dg.AssetCheckSpec:
+    """The blocking ``chunk_contract`` check, declared on the chunks asset, which reports its result itself."""
     return dg.AssetCheckSpec(
         CONTRACT_CHECK,
         asset=chunks_key(spec),
@@ -50,6 +52,7 @@ ADDRESS_DESCRIPTION = (
 
 
 def build_unique_check(spec: DatasetSpec) -> dg.AssetChecksDefinition:
+    """``current_chunk_ids_unique``: a warning check on the current chunks view, a step of its own after the chunks."""
     @dg.asset_check(asset=chunks_key(spec), name=UNIQUE_CHECK, blocking=False,
                     description=_unique_description(spec))
     def unique_ids(context: dg.AssetCheckExecutionContext, warehouse: CodexWarehouse) -> dg.AssetCheckResult:
@@ -59,6 +62,7 @@ def build_unique_check(spec: DatasetSpec) -> dg.AssetChecksDefinition:
 
 
 def build_address_check(spec: DatasetSpec) -> dg.AssetChecksDefinition:
+    """``chunk_addresses``: the seed-003 validator on the run's day, a warning check in a step of its own."""
     @dg.asset_check(asset=chunks_key(spec), name=ADDRESS_CHECK, blocking=False,
                     description=ADDRESS_DESCRIPTION)
     def addresses(context: dg.AssetCheckExecutionContext, warehouse: CodexWarehouse) -> dg.AssetCheckResult:

@@ -27,6 +27,7 @@ PROPOSITION_VECTOR_COUNTS = ("inputs", "reused", "embedded", "requests")
 
 
 def raw_metadata(done: RawDayResult) -> dict[str, Any]:
+    """The raw asset's materialization metadata, the current-corpus change counts spread into it."""
     return {
         "landing_dir": dg.MetadataValue.path(str(done.landing)),
         "documents": done.documents,
@@ -42,6 +43,7 @@ def raw_metadata(done: RawDayResult) -> dict[str, Any]:
 
 
 def chunks_metadata(done: ChunksDayResult) -> dict[str, Any]:
+    """The chunks asset's materialization metadata; ``done.summary.tokens`` must hold p50, p95 and max."""
     s = done.summary
     return {
         "documents": s.documents,
@@ -65,6 +67,7 @@ def chunks_metadata(done: ChunksDayResult) -> dict[str, Any]:
 
 
 def embeddings_metadata(done: EmbeddingsResult) -> dict[str, Any]:
+    """The embeddings asset's materialization metadata: the run's totals over its days, and each day's counts."""
     t = done.totals
     return {
         "inputs": t.inputs,
@@ -104,6 +107,7 @@ def contract_result(report: ContractReport) -> dg.AssetCheckResult:
 
 
 def unique_result(done: UniqueIdsResult) -> dg.AssetCheckResult:
+    """The ``current_chunk_ids_unique`` result: a WARN when it fails, with examples of duplicated ids."""
     u = done.unique
     return dg.AssetCheckResult(
         check_name=UNIQUE_CHECK,
@@ -118,6 +122,7 @@ def unique_result(done: UniqueIdsResult) -> dg.AssetCheckResult:
 
 
 def address_result(done: AddressResult) -> dg.AssetCheckResult:
+    """The ``chunk_addresses`` result: a WARN when it fails, naming the failed checks and the first problems."""
     r = done.report
     return dg.AssetCheckResult(
         check_name=ADDRESS_CHECK,
@@ -133,6 +138,7 @@ def address_result(done: AddressResult) -> dg.AssetCheckResult:
 
 
 def propositions_metadata(done: PropositionsResult) -> dict[str, Any]:
+    """The propositions asset's metadata: counts summed over the run's days, the extractor, the cost cap's state."""
     return {
         **{k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in done.totals.items()},
         "extractor": done.extractor,
@@ -158,6 +164,7 @@ def propositions_contract_result(done: PropositionsResult) -> dg.AssetCheckResul
 
 
 def proposition_embeddings_metadata(done: PropositionEmbeddingsResult) -> dict[str, Any]:
+    """The proposition-embeddings metadata: the :data:`PROPOSITION_VECTOR_COUNTS` (0 when absent) and the model."""
     return {
         **{k: done.totals.get(k, 0) for k in PROPOSITION_VECTOR_COUNTS},
         "embedding_model": done.model,
@@ -167,6 +174,7 @@ def proposition_embeddings_metadata(done: PropositionEmbeddingsResult) -> dict[s
 
 
 def search_index_metadata(done: SearchIndexResult) -> dict[str, Any]:
+    """The search-index asset's metadata: the live version's manifest, and whether this run rebuilt it."""
     m = done.manifest
     return {
         "rebuilt": done.rebuilt,

@@ -42,6 +42,7 @@ def _contract_check(key: dg.AssetKey) -> dg.AssetCheckSpec:
 
 
 def build_propositions_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
+    """``[dataset, propositions]``, reporting its own blocking contract check; resource cost caps go to the step."""
     key = dg.AssetKey([spec.name, TABLE])
 
     @dg.asset(
@@ -71,6 +72,7 @@ def build_propositions_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinit
 
 
 def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
+    """``[dataset, proposition_embeddings]``, in the same ``embeddings`` concurrency pool as the chunk vectors."""
     @dg.asset(
         key=dg.AssetKey([spec.name, EMBEDDINGS_TABLE]),
         deps=[dg.AssetKey([spec.name, TABLE])],
@@ -95,6 +97,7 @@ def build_proposition_embeddings_asset(spec: DatasetSpec, partitions: dg.Partiti
 
 
 def build_proposition_assets(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> list[dg.AssetsDefinition]:
+    """Both proposition assets, or none for a dataset that is not chunked or does not opt in (``spec.propositions``)."""
     if not (spec.chunked and spec.propositions):
         return []
     return [build_propositions_asset(spec, partitions), build_proposition_embeddings_asset(spec, partitions)]

@@ -59,6 +59,7 @@ class CodexDuckDB(dg.ConfigurableResource):
     data_dir: str | None = None
 
     def connect(self) -> duckdb.DuckDBPyConnection:
+        """A new read-only connection, for the caller to close; the catalog is rebuilt first when missing or damaged."""
         return connect_catalog(Warehouse(self.data_dir), read_only=True)
 
 
@@ -125,6 +126,10 @@ class EmbeddingSettings(dg.ConfigurableResource):
                    local_precision=local.precision, local_threads=local.threads or 0)
 
     def build(self):
+        """A new embedder of ``kind``, made in the step's process (an ``openai`` one reads that process's key).
+
+        MissingAPIKey for ``openai`` without a key; ValueError for an unknown ``kind``.
+        """
         from codex_pipeline.embeddings import make_embedder
 
         if self.kind == "local":
@@ -160,6 +165,11 @@ class PropositionSettings(dg.ConfigurableResource):
     max_usd_per_partition: float | None = 1.0
 
     def build(self):
+        """A new extractor of ``kind``; ``openai`` prices requests with ``prices`` over the built-in table.
+
+        MissingAPIKey for ``openai`` without a key in the step's process; ValueError for an unknown ``kind``
+        or a model without a price. The cost caps are not in the extractor: the asset hands them to the step.
+        """
         from codex_pipeline.propositions import make_extractor
         from codex_pipeline.propositions.cost import price_table
 

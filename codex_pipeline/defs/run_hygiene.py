@@ -153,6 +153,10 @@ class RunProcesses:
 
 
 def run_processes(instance: dg.DagsterInstance, record: dg.RunRecord, single_host: bool) -> RunProcesses:
+    """The processes ``record``'s run ran in: the ``codex/pid`` tag's, then those of its RUN_START / STEP_START events.
+
+    The host is the ``codex/host`` tag, else this machine when ``single_host``, else None (not judged).
+    """
     run = record.dagster_run
     host = run.tags.get(HOST_TAG) or (socket.gethostname() if single_host else None)
     procs = RunProcesses(host)
@@ -168,6 +172,8 @@ def run_processes(instance: dg.DagsterInstance, record: dg.RunRecord, single_hos
 
 @dataclass
 class SweepReport:
+    """What :func:`sweep_dead_runs` did, as run ids; ``str()`` is the one-line summary the sensor logs."""
+
     failed: list[str] = field(default_factory=list)  # STARTED runs found dead, now FAILURE
     freed: list[str] = field(default_factory=list)  # runs whose pool slots were released
     skipped: list[str] = field(default_factory=list)  # STARTED runs on another host / without pids
@@ -276,7 +282,7 @@ def _free_slots(instance: dg.DagsterInstance, report: SweepReport, finished_grac
         "that killed writers left in the data directory (untouched for an hour)."
     ),
 )
-def run_hygiene_sensor(context: dg.SensorEvaluationContext, warehouse: CodexWarehouse) -> dg.SkipReason:
+def run_hygiene_sensor(context: dg.SensorEvaluationContext, warehouse: CodexWarehouse) -> dg.SkipReason:  # noqa: D103
     swept = sweep_dead_runs(context.instance)
     if swept.failed or swept.freed:
         context.log.warning(f"run hygiene: {swept} (failed: {swept.failed}, freed: {swept.freed})")

@@ -35,6 +35,7 @@ def _deps(spec: DatasetSpec) -> list[dg.AssetKey]:
 
 
 def build_search_index_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEFAULT_PARTITIONS) -> dg.AssetsDefinition:
+    """``[dataset, search_index]``: a backfill's days in one run; ``code_version`` follows index format and analyzer."""
     @dg.asset(
         key=dg.AssetKey([spec.name, "search_index"]),
         deps=_deps(spec),

@@ -55,6 +55,8 @@ UNITS_TABLE = "evidence_units"
 
 @dataclass
 class PartitionEmbeddings:
+    """What :func:`embed_day` wrote for one day: the embeddings file and its counts, and the evidence units'."""
+
     day: dt.date
     rows: int
     counts: EmbedCounts

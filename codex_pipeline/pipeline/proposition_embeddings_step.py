@@ -42,6 +42,8 @@ def run_proposition_embeddings(
 
 @dataclass
 class PartitionVectors:
+    """What :func:`embed_propositions_day` wrote: its rows, counts and file."""
+
     rows: int
     counts: EmbedCounts
     path: str

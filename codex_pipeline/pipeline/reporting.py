@@ -20,12 +20,15 @@ class Recorder:
         self.warnings: list[str] = []
 
     def info(self, msg: str) -> None:
+        """Forwarded only: not kept."""
         self._log.info(msg)
 
     def warning(self, msg: str) -> None:
+        """Forwarded and kept in ``warnings``."""
         self.warnings.append(msg)
         self._log.warning(msg)
 
     def error(self, msg: str) -> None:
+        """Forwarded at error level; kept in ``warnings`` too, which holds all at warning level or above."""
         self.warnings.append(msg)
         self._log.error(msg)

@@ -18,11 +18,17 @@ from codex_pipeline.warehouse.current import UniqueIds
 class StepLog(Protocol):
     """Where a step reports as it goes: a ``logging.Logger``, Dagster's ``context.log``, a test's recorder."""
 
-    def info(self, msg: str, *args: Any) -> Any: ...
+    def info(self, msg: str, *args: Any) -> Any:
+        """Progress, logged as it happens."""
+        ...
 
-    def warning(self, msg: str, *args: Any) -> Any: ...
+    def warning(self, msg: str, *args: Any) -> Any:
+        """Something the step's result reports too (a damaged file, rejects, a cost-cap stop)."""
+        ...
 
-    def error(self, msg: str, *args: Any) -> Any: ...
+    def error(self, msg: str, *args: Any) -> Any:
+        """A failure the step survives and reports (a day whose contract failed)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,7 @@ class PropositionsResult:
 
     @property
     def failed_checks(self) -> list[str]:
+        """The contract checks that failed on any day, each once, sorted."""
         return sorted({str(f["check"]) for f in self.failures})
 
 
@@ -173,6 +180,7 @@ class UniqueIdsResult:
 
     @property
     def passed(self) -> bool:
+        """True when no ``chunk_id`` is on two rows of ``codex.<dataset>_chunks``."""
         return self.unique.passed
 
 
@@ -187,4 +195,5 @@ class AddressResult:
 
     @property
     def passed(self) -> bool:
+        """True when no address check failed on the sample."""
         return self.report.passed

@@ -32,6 +32,7 @@ def _norm(word: str) -> str:
 
 
 def content_words(text: str) -> set[str]:
+    """The words that score an alignment: stop words dropped, lower-cased, a plural ``s`` stripped."""
     return {_norm(w) for w in _WORD.findall(text) if w.lower() not in _STOP}
 
 
@@ -43,6 +44,11 @@ class ChunkAligner:
         self.words = [content_words(canonical[a:b]) for a, b in self.sentences]
 
     def align(self, statement: str) -> tuple[tuple[Span, ...] | None, float]:
+        """The statement's sentence spans, sorted, and its score (4 places).
+
+        Spans are None when the score is under :data:`MIN_SCORE`; the score is 0.0 when the
+        statement has no content word or the chunk no sentence.
+        """
         want = content_words(statement)
         if not want or not self.sentences:
             return None, 0.0

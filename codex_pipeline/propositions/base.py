@@ -72,6 +72,8 @@ class ExtractStats:
 
 @dataclass
 class ExtractResult:
+    """What :meth:`Extractor.extract` returns: one :class:`Extraction` per input chunk, and what they cost."""
+
     extractions: list[Extraction]  # one per input chunk, in input order
     stats: ExtractStats
 

@@ -18,10 +18,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Price:
+    """A model's price in USD per million input and per million output tokens."""
+
     input_per_1m: float
     output_per_1m: float
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """USD for that many tokens."""
         return (input_tokens * self.input_per_1m + output_tokens * self.output_per_1m) / 1_000_000
 
 
@@ -48,6 +51,7 @@ def price_table(overrides: Mapping[str, Mapping[str, float]] | None = None) -> d
 
 
 def price_for(model: str, table: Mapping[str, Price]) -> Price:
+    """The model's price; ValueError when the table has none, as an unpriced model cannot be capped."""
     try:
         return table[model]
     except KeyError:
@@ -84,6 +88,7 @@ class CostMeter:
             self.spent_usd += actual
 
     def describe(self) -> str:
+        """``<scope>: $<spent> spent, cap $<cap>`` (or ``no cap``), for :meth:`Budget.exhausted_message`."""
         cap = "no cap" if self.cap_usd is None else f"cap ${self.cap_usd:.4f}"
         return f"{self.scope}: ${self.spent_usd:.4f} spent, {cap}"
 
@@ -95,6 +100,7 @@ class Budget:
         self.meters = list(meters)
 
     def reserve(self, usd: float) -> bool:
+        """Reserve ``usd`` on every meter, or on none: False when a cap would be passed (that meter is marked hit)."""
         done: list[CostMeter] = []
         for m in self.meters:
             if not m._try_reserve(usd):
@@ -105,6 +111,7 @@ class Budget:
         return True
 
     def settle(self, reserved: float, actual: float) -> None:
+        """Replace a reservation of ``reserved`` USD by the ``actual`` cost billed (0.0 if none), on every meter."""
         for m in self.meters:
             m._settle(reserved, actual)
 

@@ -119,11 +119,13 @@ class OpenAIChatExtractor:
         }
 
     def close(self) -> None:
+        """Close the HTTP client; the extractor cannot send requests afterwards."""
         self._transport.close()
 
     # -- extraction -----------------------------------------------------------------
 
     def extract(self, chunks: Sequence[ChunkInput], budget: Budget | None = None) -> ExtractResult:
+        """See :meth:`~.base.Extractor.extract`; without ``budget``, spending is counted but not capped."""
         budget = budget or Budget([CostMeter("this call", None)])
         results: list[Extraction | None] = [None] * len(chunks)
         tally = Tally()

@@ -19,6 +19,11 @@ from codex_pipeline.warehouse.storage import Warehouse
 
 @dataclass(frozen=True)
 class StaleProposition:
+    """A proposition partition to rebuild: the fields of :class:`~codex_pipeline.datasets.staleness.StalePartition`.
+
+    So the version sensor requests both alike.
+    """
+
     dataset: str
     day: dt.date
     target: str  # "propositions" (re-extract, re-embed) or "proposition_embeddings"
@@ -27,6 +32,7 @@ class StaleProposition:
 
 
 def extractor_stamp(name: str, version: str, prompt_version: str) -> str:
+    """The ``extractor`` entry of a propositions file's footer: ``name|version|prompt_version``."""
     return f"{name}|{version}|{prompt_version}"
 
 

@@ -50,11 +50,14 @@ class PropositionCounts:
     cost_usd: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
+        """The counts by field name (``cost_usd`` a float, the rest ints)."""
         return asdict(self)
 
 
 @dataclass
 class PartitionPropositions:
+    """What :func:`extract_day` built for one day: the table, its rejects (neither written yet) and the counts."""
+
     table: pa.Table
     rejects: pa.Table
     counts: PropositionCounts
@@ -77,7 +80,10 @@ def chunk_inputs(chunks: pa.Table, raw: pa.Table) -> list[ChunkInput]:
 
 
 class PropositionCache:
-    """``(content_hash, extractor, version, prompt) -> (parent_offset, [(ordinal, text, spans, score, created_at)])``."""
+    """``(content_hash, extractor, version, prompt) -> (parent_offset, [(text, spans, score, created_at)])``.
+
+    A set's statements are in ordinal order.
+    """
 
     def __init__(self) -> None:
         self._sets: dict[CacheKey, tuple[int, list[tuple[str, tuple[Span, ...] | None, float | None, dt.datetime]]]] = {}
@@ -86,6 +92,7 @@ class PropositionCache:
         return len(self._sets)
 
     def get(self, key: CacheKey) -> tuple[int, list[tuple[str, tuple[Span, ...] | None, float | None, dt.datetime]]] | None:
+        """The cached set of ``key``, or None when no table added so far has it."""
         return self._sets.get(key)
 
     def add_table(self, table: pa.Table, hashes: set[str]) -> None:
@@ -101,6 +108,7 @@ class PropositionCache:
                 self._sets[key] = (off, [(t, s, sc, at) for _, t, s, sc, at in sorted(rows, key=lambda r: r[0])])
 
     def add_files(self, paths: Iterable[Path], hashes: set[str]) -> None:
+        """:meth:`add_table` for each Parquet file in turn, so the earlier files' sets win."""
         for path in paths:
             self.add_table(pq.read_table(path), hashes)
 

@@ -52,6 +52,8 @@ def make_proposition_id(parent_chunk_id: str, ordinal: int) -> str:
 
 @dataclass(frozen=True)
 class PropositionRow:
+    """One statement of a parent chunk, with what :func:`build_table` needs to make its row."""
+
     parent_chunk_id: str
     doc_id: str
     ordinal: int
