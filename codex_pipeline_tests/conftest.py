@@ -6,8 +6,13 @@ the checkout, or that take more than a few seconds for other reasons. ``pytest``
 the quick lane (``-m 'not slow'`` in pyproject's addopts: a developer's default run);
 ``pytest -m "slow or not slow"`` runs everything (CI). The rules are here
 (:func:`pytest_collection_modifyitems`: by folder, by fixtures declared with
-:func:`slow_fixture` / :func:`real_model_fixture`, by the shared-corpora skip); a test
+:func:`slow_fixture` / :func:`real_model_fixture`, by :func:`needs_corpus`); a test
 file marks a test itself only where no rule fits.
+
+Shared corpora. A test that reads ``../shared/corpora`` (real documents beside the
+checkout, not in the repository) says so with ``@needs_corpus(path, …)``: it is slow, and
+when a path is missing it skips, or, under ``CI=true``, fails saying which path is missing
+(:func:`require_corpus`), so CI never passes without having run it.
 
 Embedder. Dagster wiring tests embed with the deterministic
 :class:`~codex_pipeline_tests.fakes.FakeEmbedder` (``materialize_dataset``'s
@@ -19,11 +24,11 @@ fixtures declared with :func:`real_model_fixture` (and so in the slow lane).
 from __future__ import annotations
 
 import datetime as dt
-import re
+import os
 import shutil
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,9 +43,10 @@ SAMPLE_LANDING = Path(__file__).resolve().parents[1] / "codex_pipeline" / "sampl
 
 #: Test folders whose every test is slow: the Dagster UI in a real browser.
 SLOW_FOLDERS = frozenset({"ui"})
-#: A skip reason that says a test reads the shared corpora beside the checkout
-#: ("shared corpora not present", "shared council corpus not present").
-CORPORA_SKIP = re.compile(r"\bshared\b.*\bcorp(?:us|ora)\b")
+#: The shared corpora: real documents kept beside the checkout, not in the repository.
+CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+#: The marker :func:`needs_corpus` puts on a test.
+CORPUS_MARKER = "needs_corpus"
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
@@ -85,8 +91,33 @@ def _slow_fixture_reason(item: pytest.Item) -> str | None:
     return None
 
 
+def needs_corpus(*paths: Path) -> pytest.MarkDecorator:
+    """Mark a test that reads ``paths`` (files or folders under :data:`CORPORA`): it is in the slow
+    lane, and :func:`require_corpus` runs before it."""
+    return getattr(pytest.mark, CORPUS_MARKER)(*paths)
+
+
+def in_ci(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the suite runs in CI (``CI=true``, as CI services set it)."""
+    return environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+def require_corpus(*paths: Path, ci: bool | None = None) -> None:
+    """Skip the running test when one of ``paths`` is missing; under ``CI=true`` fail it instead."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if not missing:
+        return
+    where = ", ".join(str(Path(p).relative_to(CORPORA)) if Path(p).is_relative_to(CORPORA) else str(p)
+                      for p in missing)
+    message = f"shared corpora not present: {where} (under {CORPORA})"
+    if in_ci() if ci is None else ci:
+        pytest.fail(f"{message}; CI=true, so a corpus test fails instead of skipping: put the shared "
+                    "corpora beside the checkout", pytrace=False)
+    pytest.skip(message)
+
+
 def _reads_shared_corpora(item: pytest.Item) -> bool:
-    return any(CORPORA_SKIP.search(str(m.kwargs.get("reason", ""))) for m in item.iter_markers("skipif"))
+    return item.get_closest_marker(CORPUS_MARKER) is not None
 
 
 def slow_reason(item: pytest.Item) -> str | None:
@@ -106,6 +137,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow") is None and slow_reason(item) is not None:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Without ``CI=true`` a corpus test whose corpus is missing skips before its fixtures run."""
+    if not in_ci():
+        for marker in item.iter_markers(CORPUS_MARKER):
+            require_corpus(*marker.args, ci=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Under ``CI=true`` it fails (a failed test, not a setup error) naming what is missing."""
+    if in_ci():
+        for marker in item.iter_markers(CORPUS_MARKER):
+            require_corpus(*marker.args, ci=True)
 
 
 #: Modules whose import means the real local model was loaded.
@@ -132,10 +179,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Handle SIGINT as a suite started from a terminal does. One started in the background (CI,
+    """Register :func:`needs_corpus`'s marker.
+
+    Handle SIGINT as a suite started from a terminal does. One started in the background (CI,
     ``nohup``) begins with SIGINT ignored, and every in-process Dagster run points SIGTERM at SIGINT's
     handler when it ends: SIGTERM would be ignored from then on, by this process and by every process
     a later test starts (a process pool's exit, which terminates its workers, waited forever)."""
+    config.addinivalue_line("markers", f"{CORPUS_MARKER}(*paths): reads these paths of the shared corpora "
+                            "(slow; skips without them, fails under CI=true)")
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -36,9 +36,9 @@ ALLOWED: dict[str, set[str]] = {
     "evaluation": {"core", "sources", "warehouse", "embeddings", "retrieval", "settings", "datasets", "evaluation"},
     "serve": {"core", "warehouse", "retrieval", "explore", "settings", "serve"},
     "cli": {"core", "transport", "sources", "chunkers", "warehouse", "redirects", "embeddings", "datasets", "explore",
-            "retrieval", "evaluation", "propositions", "pipeline", "serve", "settings", "cli", "defs"},
+            "retrieval", "settings", "evaluation", "propositions", "pipeline", "serve", "cli", "defs"},
     "defs": {"core", "transport", "sources", "chunkers", "warehouse", "redirects", "embeddings", "propositions",
-             "datasets", "explore", "retrieval", "pipeline", "settings", "defs"},
+             "settings", "datasets", "explore", "retrieval", "pipeline", "defs"},
 }
 MAY_IMPORT_DAGSTER = {"defs", "cli"}
 ROOT_MODULES = {"__init__"}  # the package root holds only the version

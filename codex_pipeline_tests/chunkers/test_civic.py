@@ -26,12 +26,12 @@ from codex_pipeline.sources.council_transcript import parse_transcript
 from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.chunkers.test_record_view import assert_old_raw_is_refused, assert_same_chunks_after_raw
-from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import CORPORA, FIXTURES, land, materialize_dataset, needs_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = FIXTURES / "civic_intelligence"
 SAMPLE = REPO / "codex_pipeline" / "sample_landing" / "civic_intelligence"
-CORPUS = (REPO / ".." / "shared" / "corpora" / "council").resolve()  # beside the checkout, optional
+CORPUS = CORPORA / "council"
 SPEC = get_dataset("civic_intelligence")
 DAY = dt.date(2026, 11, 24)
 RUN_AT = dt.datetime(2026, 11, 25, 6, 0, tzinfo=dt.UTC)
@@ -487,7 +487,7 @@ def test_dagster_materialization_and_the_seed_parent_child_sql(warehouse: Wareho
 # ------------------------------------------------------------------ the real transcripts
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared council corpus not present")
+@needs_corpus(CORPUS)
 def test_real_transcripts_hold_every_property() -> None:
     docs = load(CORPUS)
     table = rows(docs)

@@ -8,8 +8,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from codex_pipeline.chunkers.documents import DocumentLimits, chunk_documents
 from codex_pipeline.core.contract_check import validate_chunks
 from codex_pipeline.core.documents import Reject, SourceDocument
@@ -18,9 +16,10 @@ from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.documents import iter_documents_day, pdf_document
 from codex_pipeline.sources.pdf_text import PdfLimits
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 from codex_pipeline_tests.sources.pdf_maker import make_pdf, text_page
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "pdf"
+CORPUS = CORPORA / "pdf"
 DAY = dt.date(2026, 12, 1)
 SENTENCES = [f"Sentence {w} of the parks report explains the budget in plain words." for w in
              ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")]
@@ -131,7 +130,7 @@ def _pdftotext_words(pdf: Path, page: int) -> set[str]:
     return set(re.findall(r"\w+", out.stdout.lower()))
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpora not present")
+@needs_corpus(CORPUS)
 def test_every_corpus_pdf_is_chunked_or_rejected_and_the_contract_holds() -> None:
     rejects: list[Reject] = []
     docs = [d for d in iter_documents_day(CORPUS, rejects, PdfLimits(ocr=False)) if d.payload["format"] == "pdf"]

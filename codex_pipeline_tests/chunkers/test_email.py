@@ -19,11 +19,12 @@ from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.email.mbox import EmailMessage
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.email.threads import build_threads, render_thread
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "email_threads"
 SAMPLE = ROOT / "codex_pipeline" / "sample_landing" / "email_threads"
-CORPUS = ROOT.parent / "shared" / "corpora" / "email"
+CORPUS = CORPORA / "email"
 
 
 def check_drafts(d: SourceDocument, drafts: list[ChunkDraft]) -> None:
@@ -158,7 +159,7 @@ def test_properties_on_shipped_threads_and_stable_ids() -> None:
     assert sorted(a.table.column("chunk_id").to_pylist()) == sorted(b.table.column("chunk_id").to_pylist())
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpora not present")
+@needs_corpus(CORPUS)
 def test_properties_on_python_committers() -> None:
     for d in load_email_day(CORPUS).documents:
         check_drafts(d, chunk_email_threads(d))

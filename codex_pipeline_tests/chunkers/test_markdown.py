@@ -19,11 +19,12 @@ from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.datasets import steps as pipeline
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.sources.markdown import load_docs_day, markdown_document
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "docs"
 SAMPLE = ROOT / "codex_pipeline" / "sample_landing" / "docs"
-HTTPX = ROOT.parent / "shared" / "corpora" / "markdown" / "httpx"
+HTTPX = CORPORA / "markdown" / "httpx"
 
 
 def doc(text: str, rid: str = "t.md") -> SourceDocument:
@@ -407,7 +408,7 @@ def test_contract_rows_pass_the_check_and_ids_are_stable() -> None:
     assert sorted(a.table.column("chunk_id").to_pylist()) == sorted(b.table.column("chunk_id").to_pylist())
 
 
-@pytest.mark.skipif(not HTTPX.is_dir(), reason="shared corpora not present")
+@needs_corpus(HTTPX)
 def test_properties_on_httpx_docs() -> None:
     docs = load_docs_day(HTTPX).documents
     assert len(docs) >= 23

@@ -27,10 +27,9 @@ from codex_pipeline_tests.chunkers.test_record_view import (
     assert_same_chunks_after_raw,
     chunk_docs,
 )
-from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.conftest import CORPORA, FIXTURES, needs_corpus
 
-REPO = Path(__file__).resolve().parents[2]
-CALGARY = (REPO / ".." / "shared" / "corpora" / "permits" / "calgary_building_permits.csv").resolve()
+CALGARY = CORPORA / "permits" / "calgary_building_permits.csv"
 
 SMALL = {
     "permit_number": "PRT-1",
@@ -180,7 +179,7 @@ def test_sample_permits_have_multi_section_trees_with_conditions() -> None:
     assert [d.section_id for d in drafts if d.chunk_type == "condition"] == [f"condition.C-{k}" for k in range(1, 6)]
 
 
-@pytest.mark.skipif(not CALGARY.is_file(), reason="shared corpora not present beside the checkout")
+@needs_corpus(CALGARY)
 def test_real_calgary_csv_every_row_chunks_within_contract_or_is_rejected(tmp_path: Path) -> None:
     day = tmp_path / "2026-11-24"
     day.mkdir()
@@ -202,7 +201,7 @@ def test_real_calgary_csv_every_row_chunks_within_contract_or_is_rejected(tmp_pa
 
 # ----------------------------------------------------------------------------- mapped exports (issue 28)
 
-CORPORA = (REPO / ".." / "shared" / "corpora" / "permits").resolve()
+PERMITS = CORPORA / "permits"
 MAPPED = {"seattle_preapplications": "seattle_sdci_preapplications.csv", "squamish_permits": "squamish_bc_building_permits.csv"}
 
 
@@ -243,10 +242,10 @@ def test_seattle_bullets_become_scope_children_under_the_summary() -> None:
     assert "Project name: Demo Way Repaving" in drafts[0].text
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="shared corpora not present beside the checkout")
+@needs_corpus(PERMITS)
 @pytest.mark.parametrize("dataset", sorted(MAPPED))
 def test_real_mapped_exports_every_row_chunks_within_contract_or_is_rejected(dataset: str, tmp_path: Path) -> None:
-    src = CORPORA / MAPPED[dataset]
+    src = PERMITS / MAPPED[dataset]
     day = tmp_path / "2026-11-24"
     day.mkdir()
     shutil.copy(src, day / src.name)

@@ -19,13 +19,13 @@ from codex_pipeline.sources.civic import (
     render_record,
 )
 from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript, transcript_blocks
-from codex_pipeline_tests.conftest import FIXTURES
+from codex_pipeline_tests.conftest import CORPORA, FIXTURES, needs_corpus
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 FIX = FIXTURES / "civic_intelligence"
 SAMPLE = REPO / "codex_pipeline" / "sample_landing" / "civic_intelligence"
-CORPUS = (REPO / ".." / "shared" / "corpora" / "council").resolve()  # beside the checkout, optional
+CORPUS = CORPORA / "council"
 DOC = REPO / "docs" / "datasets" / "civic_intelligence.md"
 
 
@@ -365,7 +365,7 @@ def test_a_vote_ends_an_item_when_no_announcement_follows() -> None:
 # ------------------------------------------------------------------ the real corpus
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared council corpus not present")
+@needs_corpus(CORPUS)
 def test_real_transcripts_parse_cleanly_and_items_are_inferred() -> None:
     res = load_civic_day(CORPUS)
     assert res.rejects == [] and len(res.documents) == 4

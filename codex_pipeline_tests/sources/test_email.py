@@ -20,11 +20,12 @@ from codex_pipeline.sources.email.threads import (
     normalize_subject,
     thread_id_for,
 )
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "email_threads"
 SAMPLE = ROOT / "codex_pipeline" / "sample_landing" / "email_threads"
-CORPUS = ROOT.parent / "shared" / "corpora" / "email"
+CORPUS = CORPORA / "email"
 
 
 def by_subject(result):
@@ -290,12 +291,8 @@ def test_sample_landing_days() -> None:
     assert "bulk export" in day26.documents[0].text  # the HTML-only reply, as text
 
 
-@pytest.mark.slow  # reads the shared corpora beside the checkout
-def test_pipermail_corpus_if_present() -> None:
-    if not CORPUS.is_dir():
-        import pytest
-
-        pytest.skip("shared corpora not present")
+@needs_corpus(CORPUS)
+def test_pipermail_corpus() -> None:
     result = load_email_day(CORPUS)
     assert result.rejects == []
     assert sum(d.payload["message_count"] for d in result.documents) == 281

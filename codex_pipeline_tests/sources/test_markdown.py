@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from codex_pipeline.core.documents import Block, SourceDocument
 from codex_pipeline.sources.markdown import load_docs_day, markdown_document, split_front_matter
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "docs"
 SAMPLE = Path(__file__).resolve().parents[2] / "codex_pipeline" / "sample_landing" / "docs"
-HTTPX = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "markdown" / "httpx"
+HTTPX = CORPORA / "markdown" / "httpx"
 
 
 def read(text: str, rel: str = "t.md") -> SourceDocument:
@@ -180,7 +181,7 @@ def test_reader_agrees_with_markdown_it_on_shipped_markdown() -> None:
         check_against_reference(d)
 
 
-@pytest.mark.skipif(not HTTPX.is_dir(), reason="shared corpora not present")
+@needs_corpus(HTTPX)
 def test_reader_agrees_with_markdown_it_on_httpx_docs() -> None:
     docs = load_docs_day(HTTPX).documents
     assert len(docs) >= 23

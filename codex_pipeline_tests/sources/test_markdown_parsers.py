@@ -19,11 +19,12 @@ from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.sources import markdown_structure
 from codex_pipeline.sources.markdown import load_docs_day, markdown_document
 from codex_pipeline.sources.markdown_structure import PY, PYRS, available_parsers, parse_blocks
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "codex_pipeline_tests" / "fixtures" / "docs"
 SAMPLE = ROOT / "codex_pipeline" / "sample_landing" / "docs"
-CORPORA = ROOT.parent / "shared" / "corpora" / "markdown"
+MARKDOWN = CORPORA / "markdown"
 
 both = pytest.mark.skipif(PYRS not in available_parsers(), reason="markdown-it-pyrs not installed (CPython > 3.12)")
 
@@ -49,10 +50,10 @@ def test_parsers_agree_on_samples_and_fixtures() -> None:
 
 @pytest.mark.slow
 @both
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="shared corpora not present")
+@needs_corpus(MARKDOWN)
 def test_parsers_agree_on_shared_corpora() -> None:
-    days = sorted(p for p in CORPORA.iterdir() if p.is_dir())
-    assert days, CORPORA
+    days = sorted(p for p in MARKDOWN.iterdir() if p.is_dir())
+    assert days, MARKDOWN
     assert same_days(*days) >= 23
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from codex_pipeline.sources.ocr_layout import gutter, side_by_side, tsv_words
 from codex_pipeline.sources.pdf_ocr import SETTINGS, OcrError, OcrSettings, ocr_pgm, render_pgm, tesseract_tsv
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 
 HEAD = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
-FEDERAL_REGISTER = Path(__file__).resolve().parents[2].parent / "shared/corpora/pdf/pdfplumber-fixtures/federal-register-2020-17221.pdf"
+FEDERAL_REGISTER = CORPORA / "pdf" / "pdfplumber-fixtures" / "federal-register-2020-17221.pdf"
 
 
 def _tsv(words: list[tuple[int, int, int, int, str]]) -> str:
@@ -119,8 +120,8 @@ def _bigram_f1(a: str, b: str) -> float:
     return 2 * sum((x & y).values()) / (sum(x.values()) + sum(y.values()))
 
 
-@pytest.mark.skipif(shutil.which("tesseract") is None or not FEDERAL_REGISTER.is_file(),
-                    reason="shared corpora not present, or no tesseract-ocr")
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract-ocr not installed (scripts/install_ocr.sh)")
+@needs_corpus(FEDERAL_REGISTER)
 def test_a_three_column_page_rendered_and_read_by_ocr_follows_its_columns() -> None:
     """Page 1 of the Federal Register notice, rendered as a scan would be: its text layer is the reference."""
     pdf = pdfium.PdfDocument(FEDERAL_REGISTER)

@@ -12,12 +12,13 @@ import pytest
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.documents import iter_documents_day, pdf_document
 from codex_pipeline.sources.pdf_text import PdfLimits
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 from codex_pipeline_tests.sources.pdf_maker import make_pdf, text_page
 
 LIMITS = PdfLimits()
 NO_OCR = PdfLimits(ocr=False)
 TESSERACT = shutil.which("tesseract") is not None
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "pdf"
+CORPUS = CORPORA / "pdf"
 
 BODY = [
     "The council met to consider the annual budget for the parks department.",
@@ -268,7 +269,8 @@ def _words(text: str) -> str:
     return " ".join(re.sub(r"\{\{[^}]*\}\}|[#*_>|`]", " ", text).lower().split())
 
 
-@pytest.mark.skipif(not TESSERACT or not CORPUS.is_dir(), reason="shared corpora not present, or no tesseract-ocr")
+@pytest.mark.skipif(not TESSERACT, reason="tesseract-ocr not installed (scripts/install_ocr.sh)")
+@needs_corpus(CORPUS)
 def test_ocr_reads_a_typewritten_1974_scan_close_to_its_transcription() -> None:
     rejects: list[Reject] = []
     doc = pdf_document(CORPUS / "rivergrove-or/1974-Ord-16-Parks_SCANNED.pdf", "o.pdf", rejects)
@@ -311,7 +313,7 @@ def test_a_file_the_pdf_library_chokes_on_is_a_reject_not_a_failed_day(tmp_path:
         ("a.pdf", "reader failed: RuntimeError: pdfium: unexpected internal error")]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpora not present")
+@needs_corpus(CORPUS)
 def test_real_agenda_outline_and_partly_scanned_ordinance() -> None:
     rejects: list[Reject] = []
     agenda = pdf_document(CORPUS / "huntsville-al/2026-04-09-city-council-meeting_agenda.pdf", "a.pdf", rejects)

@@ -23,10 +23,11 @@ from codex_pipeline.sources.pdf_ocr import (
     render_pgm,
 )
 from codex_pipeline.sources.pdf_text import PdfLimits, _invisible, read_page
+from codex_pipeline_tests.conftest import CORPORA, needs_corpus
 from codex_pipeline_tests.sources.pdf_maker import IMAGE, content, make_pdf
 
 TESSERACT = shutil.which("tesseract") is not None
-RIVERGROVE = Path(__file__).resolve().parents[2].parent / "shared/corpora/pdf/rivergrove-or"
+RIVERGROVE = CORPORA / "pdf" / "rivergrove-or"
 SCAN = RIVERGROVE / "1974-Ord-16-Parks_SCANNED.pdf"
 OCR_LAYER = RIVERGROVE / "1998-Ord-62-98-Flood-and-Land-Development-Amendment_OCRLAYER.pdf"
 
@@ -45,7 +46,7 @@ def test_the_ocr_settings_are_part_of_the_documents_source_version() -> None:
     assert OcrSettings(300, 3).tag != OcrSettings(300, 3, binarize=True).tag != OcrSettings(400, 3).tag
 
 
-@pytest.mark.skipif(not SCAN.is_file(), reason="shared corpora not present")
+@needs_corpus(SCAN)
 def test_render_dpi_and_binarization_shape_the_image() -> None:
     pdf = pdfium.PdfDocument(SCAN)
     page = pdf[0]
@@ -58,7 +59,8 @@ def test_render_dpi_and_binarization_shape_the_image() -> None:
     pdf.close()
 
 
-@pytest.mark.skipif(not TESSERACT or not SCAN.is_file(), reason="shared corpora not present, or no tesseract-ocr")
+@pytest.mark.skipif(not TESSERACT, reason="tesseract-ocr not installed (scripts/install_ocr.sh)")
+@needs_corpus(SCAN)
 def test_ocr_boxes_are_in_pdf_points_whatever_the_render_dpi() -> None:
     pdf = pdfium.PdfDocument(SCAN)
     page = pdf[0]
@@ -121,7 +123,8 @@ def test_a_page_too_large_to_render_at_the_settings_dpi_is_rendered_smaller() ->
     pdf.close()
 
 
-@pytest.mark.skipif(not TESSERACT or not SCAN.is_file(), reason="shared corpora not present, or no tesseract-ocr")
+@pytest.mark.skipif(not TESSERACT, reason="tesseract-ocr not installed (scripts/install_ocr.sh)")
+@needs_corpus(SCAN)
 def test_a_page_rendered_smaller_keeps_its_boxes_in_pdf_points() -> None:
     small = dataclasses.replace(SETTINGS, max_pixels=4_000_000)  # the Letter-size scan renders at about 210 dpi
     pdf = pdfium.PdfDocument(SCAN)
@@ -136,7 +139,8 @@ def test_a_page_rendered_smaller_keeps_its_boxes_in_pdf_points() -> None:
     pdf.close()
 
 
-@pytest.mark.skipif(not TESSERACT or not OCR_LAYER.is_file(), reason="shared corpora not present, or no tesseract-ocr")
+@pytest.mark.skipif(not TESSERACT, reason="tesseract-ocr not installed (scripts/install_ocr.sh)")
+@needs_corpus(OCR_LAYER)
 def test_a_scans_invisible_ocr_layer_is_read_again_by_tesseract() -> None:
     pdf = pdfium.PdfDocument(OCR_LAYER)
     page = pdf[0]
