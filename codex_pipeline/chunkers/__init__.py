@@ -16,4 +16,5 @@ from codex_pipeline.core.rows import ChunkDraft
 class Chunker(Protocol):
     """Cuts one document along its structure; must be deterministic and pure."""
 
-    def __call__(self, doc: SourceDocument, limits: Any = ...) -> list[ChunkDraft]: ...
+    def __call__(self, doc: SourceDocument, limits: Any = ...) -> list[ChunkDraft]:
+        """The document's drafts in reading order; ``limits`` is the chunker's own limits dataclass."""

@@ -71,6 +71,13 @@ class EmailChunker:
         )
 
     def __call__(self, doc: SourceDocument) -> list[ChunkDraft]:
+        """The ``thread`` summary chunk, then one ``window.{k}`` per window; ``[]`` for a thread without messages.
+
+        Windows follow runs of replies and repeat up to ``overlap`` earlier messages as
+        context: the previous window's last ones or, at a fork, the messages the branch
+        answers. A message over the budget on its own becomes ``window.{k}.part.{j}``
+        pieces. The summary's metadata lists every child's chunk id.
+        """
         p = doc.payload or {}
         msgs: list[dict[str, Any]] = p.get("messages") or []
         if not msgs:

@@ -41,6 +41,10 @@ class EventLimits(RecordLimits):
 
 
 def chunk_event(doc: SourceDocument, limits: EventLimits = EventLimits()) -> list[ChunkDraft]:
+    """One ``event`` chunk, or header parent and description windows (see the module docstring).
+
+    Raises :class:`MissingBlocks` when the document has no ``header`` block.
+    """
     header = blocks_needed(doc, "header")[0]
     desc = doc.block("description")
     payload = doc.payload or {}

@@ -60,6 +60,7 @@ class MarkdownLimits:
 
     @property
     def budget(self) -> Budget:
+        """The sizes as a :class:`Budget`, which refuses inconsistent ones."""
         return Budget(self.unit, self.max_size, self.overlap, self.min_size, self.cap)
 
 
@@ -68,6 +69,8 @@ SEED_CHARS = MarkdownLimits(min_size=1024, max_size=2048, overlap=128, unit="cha
 
 
 class Header(NamedTuple):
+    """A top-level heading (H1–H6) the reader stored; ``title`` is its plain text."""
+
     start: int  # first char of the heading (paragraph start for setext)
     line_end: int  # just past the heading's last line (underline for setext)
     level: int
@@ -76,6 +79,8 @@ class Header(NamedTuple):
 
 @dataclass(slots=True)
 class Section:
+    """``text[start:end]`` under one header path (``()``: the preamble); ``tokens`` is set once counted."""
+
     start: int
     end: int
     path: tuple[str, ...]  # header path, outermost first; () for the preamble
@@ -84,10 +89,17 @@ class Section:
 
     @property
     def chars(self) -> int:
+        """Length in characters."""
         return self.end - self.start
 
 
 class Atom(NamedTuple):
+    """What packing never cuts inside while a unit is split: text between two cuts, a code block, a table.
+
+    Heading-only stretches are carried into the atom that follows them, so an atom may
+    open with heading lines (``lead`` then marks where its content starts).
+    """
+
     start: int
     end: int
     kind: str  # "text" | "code" (contains a code block) | "table"
@@ -95,6 +107,7 @@ class Atom(NamedTuple):
 
     @property
     def headed(self) -> bool:
+        """The atom opens with heading line(s)."""
         return self.lead > self.start
 
 
@@ -115,6 +128,7 @@ class MissingStructure(ValueError):
 
 
 def slug(title: str) -> str:
+    """The ``section_id`` part for a heading: lowercased, non-word runs as ``-``; ``"section"`` if nothing is left."""
     s = _SLUG_DROP.sub("-", title.lower()).strip("-_")
     return s or "section"
 

@@ -29,6 +29,10 @@ class OshaLimits(RecordLimits):
 
 
 def chunk_osha_case(doc: SourceDocument, limits: OshaLimits = OshaLimits()) -> list[ChunkDraft]:
+    """The ``summary`` chunk, then one ``citation.{id}`` child per citation block, in text order.
+
+    Raises :class:`MissingBlocks` when the document has no ``envelope`` block.
+    """
     env = blocks_needed(doc, "envelope")[0]
     drafts = section_drafts(doc.text, env.start, env.end, SUMMARY_SECTION, ChunkType.OSHA_CASE_SUMMARY,
                             root=True, metadata={"inspection_id": (doc.payload or {})["inspection_id"]}, limits=limits)

@@ -32,6 +32,10 @@ class PermitLimits(RecordLimits):
 
 
 def chunk_permit(doc: SourceDocument, limits: PermitLimits = PermitLimits()) -> list[ChunkDraft]:
+    """The ``summary`` chunk, then a ``scope.{k}`` or ``condition.{id}`` child per block, in text order.
+
+    Raises :class:`MissingBlocks` without an ``envelope`` block, ValueError on a block of any other kind.
+    """
     env = blocks_needed(doc, "envelope")[0]
     payload = doc.payload or {}
     meta = {"permit_number": payload["permit_number"], "status": payload["status"]}

@@ -47,6 +47,7 @@ class Budget:
             raise ValueError(f"max_size {self.max_size} tokens is over the {self.cap}-token cap")
 
     def size(self, chars: int, tokens: int) -> int:
+        """``tokens`` or ``chars``, whichever is the budget's unit."""
         return tokens if self.unit == "tokens" else chars
 
     def fits(self, chars: int, tokens: int, limit: int | None = None) -> bool:

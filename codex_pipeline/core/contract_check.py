@@ -174,6 +174,7 @@ class ContractReport:
 
     @property
     def failed_checks(self) -> list[str]:
+        """Names of the checks with at least one failure, sorted, each once."""
         return sorted({f["check"] for f in self.failures})
 
     @classmethod

@@ -35,6 +35,7 @@ def blocks_to_json(blocks: Sequence[Block]) -> str | None:
 
 
 def blocks_from_json(value: str | None) -> tuple[Block, ...]:
+    """The inverse of :func:`blocks_to_json`; ``()`` for a null or empty column value."""
     if not value:
         return ()
     return tuple(Block(*row) for row in json.loads(value))
@@ -55,9 +56,11 @@ class SourceDocument:
     revision_digest: str | None = None  # ids.revision_digest(text), when stored at ingest (raw.revision_digest)
 
     def blocks_of(self, kind: str) -> list[Block]:
+        """The blocks of ``kind``, in text order."""
         return [b for b in self.blocks if b.kind == kind]
 
     def block(self, kind: str) -> Block | None:
+        """The first block of ``kind``, or None if the reader stored none."""
         return next((b for b in self.blocks if b.kind == kind), None)
 
 
@@ -74,5 +77,7 @@ class Reject:
 
 @dataclass
 class LoadResult:
+    """What a source's loader made of a landing day: documents to chunk, and what it rejected."""
+
     documents: list[SourceDocument] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)

@@ -281,6 +281,7 @@ class RevisionLedger:
         self.collisions: list[tuple[str, str]] = []
 
     def revision(self, doc_uid: str, text: str) -> str:
+        """``text``'s rev in ``doc_uid``'s locators: its rev8, or rev12 if that rev8 was minted for other text."""
         return self.revision_of_digest(doc_uid, revision_digest(text))
 
     def revision_of_digest(self, doc_uid: str, digest: str) -> str:

@@ -31,6 +31,8 @@ _PAGE_AND_BLOCK = operator.itemgetter(1, 2)
 
 
 class Address(NamedTuple):
+    """Where a chunk sits: section dot path, page, and its index among the chunks of that (section, page)."""
+
     section: str
     page: int  # 0: the source has no pages
     block: int

@@ -160,6 +160,11 @@ class RowBuffer:
         self._pending = []
 
     def to_table(self) -> pa.Table:
+        """Every row added so far as a ``CHUNK_SCHEMA`` table, pending revisions resolved first.
+
+        The run's columns are repeated from :class:`ChunkRun`; ``embedding_model`` and
+        ``embedding_version`` are null (the embeddings view fills them).
+        """
         self._resolve_revisions()
         n = len(self.rows)
         columns: list[tuple[Any, ...]] = list(zip(*self.rows)) if self.rows else [() for _ in _ROW_COLUMNS]

@@ -118,6 +118,7 @@ def bounded_split(
 
 
 def trim(text: str, s: int, e: int) -> tuple[int, int]:
+    """``(s, e)`` narrowed past the whitespace around ``text[s:e]`` (``s == e`` if it is all whitespace)."""
     while s < e and text[s].isspace():
         s += 1
     while e > s and text[e - 1].isspace():

@@ -48,6 +48,7 @@ class ExportedModel:
 
 
 def export_dir(cache_dir: Path, weights_sha256: str) -> Path:
+    """The cache folder of one export, named by the weights' SHA-256 (16 hex) and ``GRAPH_VERSION``."""
     return cache_dir / f"all-MiniLM-L6-v2-{weights_sha256[:16]}-graph{GRAPH_VERSION}"
 
 

@@ -133,6 +133,7 @@ class OpenAIEmbedder:
         }
 
     def close(self) -> None:
+        """Closes the transport's HTTP client."""
         self._transport.close()
 
     def __enter__(self) -> OpenAIEmbedder:
@@ -143,6 +144,13 @@ class OpenAIEmbedder:
 
     # -- embedding ----------------------------------------------------------------
     def embed(self, texts: Sequence[str], on_batch: BatchCallback | None = None) -> EmbedResult:
+        """See :meth:`Embedder.embed`; batches are bounded by inputs and tokens, ``max_concurrency`` in flight.
+
+        Nothing is sent if an input is empty (:class:`EmptyInput`) or over the API's input
+        limit (:class:`InputTooLong`). ``on_batch`` gets batches in completion order; after a
+        failed request, running batches finish and are handed over, the rest are skipped,
+        and it is raised as :class:`EmbeddingFailed`, saying how many inputs were embedded.
+        """
         texts = list(texts)
         n = len(texts)
         d = self.dimensions

@@ -79,6 +79,7 @@ def input_hash(text: str) -> str:
 
 
 def input_hashes(chunks: pa.Table, text_column: str = TEXT_COLUMN) -> list[str]:
+    """:func:`input_hash` of each row's ``text_column``, in row order."""
     return [input_hash(t) for t in chunks.column(text_column).to_pylist()]
 
 
@@ -113,9 +114,11 @@ class VectorLookup:
         return key in self._entries
 
     def get(self, input_hash: str, model: str, version: str) -> tuple[np.ndarray, int] | None:
+        """``(vector, embedded_at µs)`` stored for the key, or None."""
         return self._entries.get((input_hash, model, version))
 
     def add(self, input_hash: str, model: str, version: str, vector: np.ndarray, embedded_at_us: int) -> None:
+        """Store a vector unless the key already has one (the first entry wins)."""
         self._entries.setdefault((input_hash, model, version), (vector, int(embedded_at_us)))
 
     def add_table(
@@ -183,6 +186,7 @@ class VectorLookup:
     def from_files(
         cls, paths: Iterable[str | Path], *, model: str, version: str, hashes: Collection[str] | None = None
     ) -> VectorLookup:
+        """A lookup of the matching rows of ``paths`` (see :meth:`add_files`)."""
         lk = cls()
         lk.add_files(paths, model=model, version=version, hashes=hashes)
         return lk
@@ -252,6 +256,7 @@ class EmbeddingCheckpoint:
         return path
 
     def files(self) -> list[Path]:
+        """The part files on disk, by name; ``[]`` before the first write."""
         return sorted(self.directory.glob("part-*.parquet")) if self.directory.is_dir() else []
 
     def append(self, hashes: list[str], vectors: np.ndarray, model: str, version: str, embedded_at_us: int) -> Path:
@@ -276,12 +281,15 @@ class EmbeddingCheckpoint:
         return path
 
     def load_into(self, lookup: VectorLookup, *, model: str, version: str, hashes: Collection[str] | None = None) -> int:
+        """Add the on-disk rows of ``model``/``version`` (and ``hashes``) to ``lookup``; returns the rows matched."""
         return lookup.add_files(self.files(), model=model, version=version, hashes=hashes)
 
     def rows(self) -> int:
+        """Rows in the part files on disk (buffered vectors not counted)."""
         return sum(pq.ParquetFile(p).metadata.num_rows for p in self.files())
 
     def clear(self) -> None:
+        """Drop the buffer, delete the part and temp files, and remove the folder if nothing else is in it."""
         self._pending, self._pending_rows = [], 0
         for p in self.files():
             with contextlib.suppress(FileNotFoundError):
@@ -309,6 +317,7 @@ class EmbedCounts:
     windows: int = 0
 
     def as_dict(self) -> dict[str, int]:
+        """The counts by field name, for run metadata."""
         return asdict(self)
 
 
@@ -327,11 +336,13 @@ class EmbeddingPlan:
 
     @property
     def missing_rows(self) -> int:
+        """Chunk rows whose input is to be embedded (a text on several rows counts for each)."""
         m = set(self.missing)
         return sum(1 for h in self.hashes if h in m)
 
     @property
     def up_to_date(self) -> bool:
+        """Every input already has a stored vector: the model need not be called."""
         return not self.missing
 
 
@@ -390,6 +401,8 @@ def plan_embeddings(
 
 @dataclass
 class EmbedOutcome:
+    """What :func:`embed_partition` returns: the embeddings table, rows in the chunks' order, and its cost."""
+
     table: pa.Table  # embeddings_schema(d), rows in the chunks' order
     counts: EmbedCounts
 

@@ -76,6 +76,7 @@ class LocalModelOptions:
 
     @property
     def thread_count(self) -> int:
+        """``threads``, or every core the process may run on when it is None."""
         return self.threads or available_cpus()
 
     def for_queries(self) -> LocalModelOptions:
@@ -97,6 +98,8 @@ def resolve_precision(asked: str, has_bf16: bool, where: str) -> str:
 
 
 class Runtime(Protocol):
+    """What runs the local MiniLM: a padded batch of token ids in, unit vectors out."""
+
     name: str
     precision: str
     threads: int
@@ -105,7 +108,8 @@ class Runtime(Protocol):
         """``[batch, 384]`` float32 unit vectors for a padded batch."""
         ...
 
-    def describe(self) -> dict[str, object]: ...
+    def describe(self) -> dict[str, object]:
+        """What runs the model (runtime, version, precision, threads, …), for run metadata."""
 
 
 class OpenVinoRuntime:
@@ -135,11 +139,13 @@ class OpenVinoRuntime:
         self.version = ov.get_version()
 
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """One caller at a time: the compiled model has a single infer request."""
         with self._lock:
             out = self._request.infer({"input_ids": input_ids, "attention_mask": attention_mask})
             return np.array(out[0], np.float32)  # a copy: the request reuses its output buffer
 
     def describe(self) -> dict[str, object]:
+        """Runtime, version, precision, threads and the export's ``onnx_sha256``, for run metadata."""
         return {"runtime": self.name, "runtime_version": self.version, "precision": self.precision,
                 "threads": self.threads, "onnx_sha256": self.provenance.get("onnx_sha256")}
 
@@ -169,6 +175,7 @@ class TorchRuntime:
         self.version = torch.__version__
 
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """On ``device``, under bf16 autocast when ``precision`` is bf16; normalized here."""
         torch = self._torch
         ids = torch.from_numpy(input_ids).to(self.device)
         features = {"input_ids": ids, "attention_mask": torch.from_numpy(attention_mask).to(self.device),
@@ -179,6 +186,7 @@ class TorchRuntime:
         return torch.nn.functional.normalize(emb, p=2, dim=1).cpu().numpy()
 
     def describe(self) -> dict[str, object]:
+        """Runtime, version, precision, threads and ``device``, for run metadata."""
         return {"runtime": self.name, "runtime_version": self.version, "precision": self.precision,
                 "threads": self.threads, "device": self.device}
 

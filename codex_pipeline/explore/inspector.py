@@ -61,6 +61,7 @@ class Distribution:
 
     @classmethod
     def of(cls, values: Iterable[int]) -> Distribution:
+        """The distribution of ``values``; all zeros when there are none."""
         arr = np.fromiter(values, dtype=np.int64)
         if arr.size == 0:
             return cls(0, 0, 0, 0, 0, 0.0)
@@ -68,9 +69,11 @@ class Distribution:
         return cls(int(arr.size), int(arr.min()), pct["p50"], pct["p95"], pct["max"], round(float(arr.mean()), 1))
 
     def cells(self) -> list[str]:
+        """min, p50, p95, max and mean formatted as table cells, in that order."""
         return [f"{self.min:,}", f"{self.p50:,}", f"{self.p95:,}", f"{self.max:,}", f"{self.mean:,.1f}"]
 
     def inline(self) -> str:
+        """The same figures labelled, on one line."""
         return f"min {self.min:,} · p50 {self.p50:,} · p95 {self.p95:,} · max {self.max:,} · mean {self.mean:,.1f}"
 
 
@@ -99,6 +102,7 @@ class Summary:
         return asdict(self)
 
     def render(self) -> str:
+        """The report: counts, chunks per document, then token and character tables by chunk type."""
         scope = ", ".join(self.datasets) or "chunks"
         days = ", ".join(self.partitions) or "-"
         lines = [

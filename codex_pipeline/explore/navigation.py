@@ -109,6 +109,7 @@ class Chunk(NamedTuple):
 
     @property
     def text(self) -> str:
+        """``chunk_text``."""
         return self.chunk_text
 
     @property
@@ -123,14 +124,20 @@ class Chunk(NamedTuple):
 
     @property
     def char_span(self) -> tuple[int, int] | None:
+        """``(start, end)`` in the document's canonical text, or None without an anchor.
+
+        A composed chunk's range runs from the least start to the greatest end of its spans.
+        """
         span = self.anchor.get("char_span")
         return (int(span[0]), int(span[1])) if span else None
 
     @property
     def metadata_dict(self) -> dict[str, Any]:
+        """``metadata`` parsed; ``{}`` when it is null."""
         return json.loads(self.metadata) if self.metadata else {}
 
     def get_metadata(self, key: str, default: Any = None) -> Any:
+        """One ``metadata`` value, or ``default`` when the key is absent."""
         return self.metadata_dict.get(key, default)
 
     def header(self) -> str:
@@ -521,6 +528,7 @@ class ChunkCollection(Sequence[Chunk]):
 
     @property
     def datasets(self) -> tuple[str, ...]:
+        """The datasets the rows come from, sorted."""
         return tuple(sorted({c.dataset for c in self._chunks if c.dataset is not None}))
 
     @property
@@ -546,6 +554,7 @@ class ChunkCollection(Sequence[Chunk]):
     # -- lookup -------------------------------------------------------------
 
     def get(self, chunk_id: str, default: Chunk | None = None) -> Chunk | None:
+        """The chunk with this id, or ``default``."""
         i = self._by_id.get(chunk_id)
         return default if i is None else self._chunks[i]
 

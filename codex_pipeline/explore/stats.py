@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 
 
 def token_percentiles(tokens: list[int] | np.ndarray) -> dict[str, int]:
+    """Nearest-rank p50 and p95, and the max, of token counts; all 0 when there are none."""
     if len(tokens) == 0:
         return {"p50": 0, "p95": 0, "max": 0}
     arr = np.asarray(tokens)

@@ -270,6 +270,7 @@ class _Writer:
 
 
 def record_title(rec: dict[str, Any]) -> str:
+    """The record's ``title``, or ``"{body} {meeting type} meeting, {meeting_date}"`` when it has none."""
     title = (rec.get("title") or "").strip()
     return title or f"{rec['body'].strip()} {rec['meeting_type'].replace('_', ' ')} meeting, {rec['meeting_date']}"
 
@@ -354,6 +355,7 @@ def render_record(rec: dict[str, Any]) -> tuple[str, tuple[Block, ...]]:
 
 
 def record_document(r: RawRecord) -> SourceDocument:
+    """A validated meeting record as one document: text and blocks from :func:`render_record`, the record as payload."""
     text, blocks = render_record(r.data)
     return SourceDocument(
         doc_id=make_doc_id(DATASET, r.data["record_id"]),

@@ -56,6 +56,8 @@ class Turn:
 
 @dataclass
 class Transcript:
+    """What :func:`parse_transcript` found: the header's title (and its span), the turns, what it skipped."""
+
     title: str | None
     title_span: tuple[int, int] | None
     turns: list[Turn] = field(default_factory=list)
@@ -176,6 +178,8 @@ class InferredItem:
 
 @dataclass(frozen=True)
 class AgendaInference:
+    """What :func:`infer_agenda_items` found: the chair and how (``chair_basis``), the items, pattern counts."""
+
     chair: str | None
     chair_basis: str  # "call to order", "title", "first speaker", "none"
     items: tuple[InferredItem, ...]

@@ -129,6 +129,11 @@ def text_document(rel: str, text: str, fmt: str) -> SourceDocument | Reject:
 
 
 def text_format(path: Path, text: str) -> str:
+    """``markdown``, ``html`` or ``text``: by suffix, else by how the text opens.
+
+    An opening ``<!doctype html>`` or ``<html>`` makes any file but a Markdown one ``html``;
+    front matter or an ATX heading makes one with no suffix (or ``.txt``) ``markdown``.
+    """
     suffix = path.suffix.lower()
     if suffix in MARKDOWN_SUFFIXES:
         return "markdown"

@@ -165,6 +165,7 @@ def render_case(case: Mapping[str, Any]) -> Rendering:
 
 
 def case_title(case: Mapping[str, Any]) -> str:
+    """``OSHA inspection {inspection_id} — {establishment name}``: the document title."""
     return f"OSHA inspection {case['inspection_id']} — {one_line_text(case['establishment_name'])}"
 
 

@@ -50,9 +50,16 @@ MAX_HEADING_CHARS = 120
 
 @dataclass
 class PdfLayout:
+    """What :func:`layout` makes of a document's pages: canonical text, blocks, and what it found.
+
+    ``headings`` says where the heading blocks came from (``outline``, ``font``,
+    ``numbered`` or ``none``); ``running`` holds the first line seen of each distinct
+    running header or footer.
+    """
+
     text: str
     blocks: list[Block]
-    headings: str  # "outline" | "font" | "none"
+    headings: str  # "outline" | "font" | "numbered" | "none"
     running: list[str] = field(default_factory=list)  # one line per distinct running line (digits ignored)
 
 

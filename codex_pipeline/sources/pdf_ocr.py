@@ -46,6 +46,7 @@ class OcrSettings:
 
     @property
     def tag(self) -> str:
+        """The settings as a short name (``400dpi-psm6-fb3-noise80-cols3-max40mp``), part of :data:`ENGINE`."""
         fallback = f"-fb{self.fallback_psm}" if self.fallback_psm is not None else ""
         noise = f"-noise{self.noise_confidence:g}" if self.noise_confidence else ""
         columns = f"-cols{self.columns_psm}" if self.columns_psm is not None else ""
@@ -73,6 +74,8 @@ ENGINE = f"tesseract5-{SETTINGS.tag}"
 
 @dataclass(frozen=True)
 class OcrPage:
+    """A page as tesseract read it: lines in PDF points, mean word confidence (0-100), set in columns or not."""
+
     lines: list[Line]
     confidence: float  # mean word confidence, 0-100
     columns: bool = False  # read by --psm 3 because the page is set in columns

@@ -45,6 +45,8 @@ class PdfLimits:
 
 @dataclass
 class PdfPage:
+    """One page as read: its lines (PDF points, like ``width`` and ``height``), or the ``problem`` that stopped it."""
+
     number: int  # 1-based
     width: float
     height: float
@@ -57,6 +59,8 @@ class PdfPage:
 
 @dataclass(frozen=True)
 class OutlineItem:
+    """A bookmark of the PDF's outline: its title, depth and target page."""
+
     title: str
     level: int  # 1 = top
     page: int  # 1-based; 0 when the bookmark points nowhere
@@ -95,6 +99,7 @@ class PdfFile:
             yield got
 
     def close(self) -> None:
+        """Closes the pdfium document: :meth:`pages` can no longer be read."""
         self.doc.close()
 
 

@@ -210,6 +210,7 @@ def permit_builder(m: SourceMapping) -> Callable[[Mapping[str, Any]], dict[str, 
 
 
 def load_permit_mapping(path: Path) -> SourceMapping:
+    """A permit mapping file, checked; :class:`MappingError` when it is another kind or breaks the permit rules."""
     m = load_mapping(path)
     if m.kind != "permit":
         raise MappingError(f"mapping {path}: key 'kind': {m.kind!r} where a permit mapping is expected; fix: kind: permit")
@@ -242,6 +243,7 @@ def calgary_record(row: Mapping[str, str | None]) -> dict[str, Any]:
 
 
 def mapped_permit_reader(m: SourceMapping) -> Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]:
+    """A landing-file reader making native permit records of an export through ``m`` (see :func:`mapped_reader`)."""
     return mapped_reader(m, permit_builder(m))
 
 
@@ -314,6 +316,7 @@ def render_permit(p: Mapping[str, Any]) -> Rendering:
 
 
 def permit_title(p: Mapping[str, Any]) -> str:
+    """``Permit {permit_number} — {address}``: the document title."""
     return f"Permit {p['permit_number']} — {one_line_text(p['address'])}"
 
 

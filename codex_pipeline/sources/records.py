@@ -89,12 +89,18 @@ class Field:
 
 @dataclass(frozen=True)
 class RecordSchema:
+    """A dataset's record fields and its id field; a field not listed is refused unless ``extra_fields_allowed``."""
+
     dataset: str
     id_field: str
     fields: tuple[Field, ...]
     extra_fields_allowed: bool = False
 
     def pandera_schema(self) -> pa.DataFrameSchema:
+        """One column per field, checked value by value: present if required, of its type, its ``rule``.
+
+        Not strict: fields not listed are found by :meth:`validate` itself.
+        """
         import pandera.pandas as pa  # on first use: with typeguard, 0.4 s of every run worker's import
         columns = {}
         for f in self.fields:
@@ -179,6 +185,7 @@ def _present_and(pred: Callable[[Any], bool], required: bool) -> Callable[[Any],
 
 
 def short_repr(v: Any, n: int = 80) -> str:
+    """``v`` as JSON (a string as its ``repr``), cut to ``n`` characters with ``…``, for reject messages."""
     s = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else repr(v)
     return s if len(s) <= n else s[: n - 1] + "…"
 

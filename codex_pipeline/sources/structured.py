@@ -66,6 +66,7 @@ def one_line(max_chars: int) -> tuple[str, Callable[[Any], bool]]:
 
 
 def one_of(*values: str) -> tuple[str, Callable[[Any], bool]]:
+    """A rule: the value is one of ``values``."""
     return ("one of " + ", ".join(values), lambda v: v in values)
 
 
@@ -80,6 +81,7 @@ def unique_key(key: str) -> tuple[str, Callable[[Any], bool]]:
 
 
 def has_timezone(v: str) -> bool:
+    """The ISO 8601 date-time ``v`` carries a UTC offset (``Z`` counts); ValueError when it is not ISO 8601."""
     return dt.datetime.fromisoformat(v).tzinfo is not None
 
 
@@ -230,6 +232,7 @@ class Rendering:
     parts: tuple[Block, ...]
 
     def part(self, kind: str) -> Block | None:
+        """The first part of ``kind``, or None."""
         return next((p for p in self.parts if p.kind == kind), None)
 
 
@@ -262,10 +265,12 @@ def one_line_text(s: str) -> str:
 
 
 def is_blank(v: Any) -> bool:
+    """No value: None, ``""``, an empty list or object, or a float NaN."""
     return v is None or v == "" or v == [] or v == {} or (isinstance(v, float) and math.isnan(v))
 
 
 def fmt_scalar(v: Any) -> str:
+    """A value as the view writes it: ``true``/``false``, a float's ``repr``, :func:`clean_text` of a string."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
@@ -276,6 +281,7 @@ def fmt_scalar(v: Any) -> str:
 
 
 def fmt_money(v: float | int) -> str:
+    """``$1,234.50``: thousands separators, always two decimals."""
     return f"${v:,.2f}"
 
 
@@ -386,22 +392,27 @@ class StructuredDataset:
 
     @property
     def schema(self) -> RecordSchema:
+        """The record schema of :attr:`rules`."""
         return self.rules.schema
 
     def rid(self, record: Mapping[str, Any]) -> str:
+        """The record's id: ``record_id(record)`` when set, else its id field as a string."""
         return self.record_id(record) if self.record_id else str(record[self.schema.id_field])
 
     def heading(self, record: Mapping[str, Any]) -> str:
+        """``{label} {id}``, then ``— {title}`` when the title field has a value: the view's heading and the title."""
         head = f"{self.label} {self.rid(record)}"
         if self.title_field and not is_blank(record.get(self.title_field)):
             head += f" — {one_line_text(fmt_scalar(record[self.title_field]))}"
         return head
 
     def render(self, record: Mapping[str, Any]) -> str:
+        """The record's key-value view (:func:`render_kv_view`), nested objects' keys in their schema's order."""
         order = {name: [f.name for f in sub.fields] for name, sub in self.rules.nested}
         return render_kv_view(self.heading(record), record, self.schema.fields, order)
 
     def readers(self) -> dict[str, Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]]:
+        """Readers by file suffix: ``.jsonl``; ``.csv`` too when all fields are scalars or ``csv_columns`` is set."""
         readers: dict[str, Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]] = {".jsonl": read_json_lines}
         flat = all(not f.type.startswith(("list", "object")) for f in self.schema.fields)
         if flat or self.csv_columns:
@@ -409,6 +420,7 @@ class StructuredDataset:
         return readers
 
     def load_day(self, day_dir: Path) -> LoadResult:
+        """A landing day's valid records, de-duplicated by id, one document each; every reject."""
         records, rejects = load_records(day_dir, self.rules, self.readers(), self.rid)
         out = build_documents(self.name, records, self.render, self.heading)
         out.rejects[:0] = rejects
@@ -573,12 +585,15 @@ STRUCTURED_DATASETS: tuple[StructuredDataset, ...] = (URBAN_SIGNAL_GRID, LEHD_FL
 
 
 def load_urban_signal_grid_day(day_dir: Path) -> LoadResult:
+    """The registry's day loader for ``urban_signal_grid``."""
     return URBAN_SIGNAL_GRID.load_day(day_dir)
 
 
 def load_lehd_flows_day(day_dir: Path) -> LoadResult:
+    """The registry's day loader for ``lehd_flows``."""
     return LEHD_FLOWS.load_day(day_dir)
 
 
 def load_poi_intelligence_day(day_dir: Path) -> LoadResult:
+    """The registry's day loader for ``poi_intelligence``."""
     return POI_INTELLIGENCE.load_day(day_dir)

@@ -52,6 +52,8 @@ class Tombstone:
 
 @dataclass
 class Tombstones:
+    """The tombstones of a landing day that were accepted, and the rejects of those that were not."""
+
     tombstones: list[Tombstone] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
 

@@ -54,4 +54,5 @@ class OpenAITransport:
         return self._retrier.run(lambda: request(self._client), label=label, tally=tally)
 
     def close(self) -> None:
+        """Closes the SDK client and its HTTP connections."""
         self._client.close()

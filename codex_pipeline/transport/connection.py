@@ -35,6 +35,7 @@ class RetryPolicy:
     max_retry_after: float = 120.0
 
     def backoff(self, retry: int, rng: random.Random) -> float:
+        """Seconds before retry ``retry`` (from 0): drawn from the upper half of ``min(max_delay, base * 2**retry)``."""
         d = min(self.max_delay, self.backoff_base * (2.0**retry))
         return d / 2 + rng.uniform(0, d / 2)
 

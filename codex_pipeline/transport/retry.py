@@ -43,6 +43,7 @@ class Tally:
     def add(
         self, *, requests: int = 0, retries: int = 0, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0
     ) -> None:
+        """Adds to the running totals; safe from any worker thread."""
         with self._lock:
             self.requests += requests
             self.retries += retries

@@ -109,6 +109,7 @@ def current_chunk_keys_sql(warehouse: Warehouse, dataset: str) -> str:
 
 
 def documents_view_sql(warehouse: Warehouse, dataset: str) -> str:
+    """``codex.<dataset>_documents``: the document index as it is; ValueError when ``dataset`` is not an identifier."""
     check_identifier(dataset)
     path = sql_literal(warehouse.documents_path(dataset).as_posix())
     return f"CREATE OR REPLACE VIEW {SCHEMA}.{dataset}_documents AS SELECT * FROM read_parquet({path})"

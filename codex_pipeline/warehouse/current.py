@@ -118,6 +118,7 @@ class IndexChange:
     unknown_tombstones: int
 
     def as_metadata(self) -> dict[str, int]:
+        """Counts for a step's ``current`` metadata: id lists as their lengths, ``deleted_chunk_ids`` left out."""
         return {
             "current_documents": self.documents,
             "deleted_documents": self.deleted,
@@ -435,6 +436,7 @@ class UniqueIds:
 
     @property
     def passed(self) -> bool:
+        """No chunk id is on more than one row."""
         return self.duplicates == 0
 
 

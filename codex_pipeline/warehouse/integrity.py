@@ -46,6 +46,7 @@ class DamagedFile:
     day: dt.date | None
 
     def message(self) -> str:
+        """One line for the log and the reject row: the file, why, where it went and how it gets rebuilt."""
         fix = (
             f"re-materialize {self.dataset} for {self.day} (`codex materialize {self.day}`) to rebuild it"
             if self.day

@@ -56,12 +56,15 @@ class Warehouse:
 
     @property
     def catalog_path(self) -> Path:
+        """The DuckDB catalog file (``codex_catalog.duckdb``) holding the ``codex`` views."""
         return self.root / CATALOG_FILE
 
     def landing_dir(self, dataset: str, day: dt.date) -> Path:
+        """``landing/<dataset>/<YYYY-MM-DD>``: where a day's source files arrive."""
         return self.root / "landing" / dataset / day.isoformat()
 
     def table_dir(self, dataset: str, table: str) -> Path:
+        """``warehouse/<dataset>/<table>``: the table's partition files."""
         return self.root / "warehouse" / dataset / table
 
     def index_dir(self, dataset: str) -> Path:
@@ -73,6 +76,7 @@ class Warehouse:
         return self.index_dir(dataset) / DOCUMENTS_FILE
 
     def partition_path(self, dataset: str, table: str, day: dt.date, part: str | None = None) -> Path:
+        """``<table_dir>/<YYYY-MM-DD>[.<part>].parquet`` (a ``part`` file is one :meth:`partitions` skips)."""
         name = day.isoformat() + (f".{part}" if part else "") + ".parquet"
         return self.table_dir(dataset, table) / name
 
@@ -103,6 +107,7 @@ class Warehouse:
         return PartitionWriter(self.partition_path(dataset, name, day), _stamped(schema, stamp) if stamp else schema)
 
     def remove(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> None:
+        """Delete a day's file of table ``name`` (or its ``part``); nothing happens if it is absent."""
         with contextlib.suppress(FileNotFoundError):
             self.partition_path(dataset, name, day, part).unlink()
 
@@ -117,6 +122,7 @@ class Warehouse:
         return True
 
     def read(self, dataset: str, name: str, day: dt.date, part: str | None = None) -> pa.Table:
+        """A day's partition, whole; FileNotFoundError saying to materialize it when it is missing."""
         return pq.read_table(self._existing(dataset, name, day, part))
 
     def read_groups(self, dataset: str, name: str, day: dt.date) -> Iterator[pa.Table]:
@@ -150,9 +156,11 @@ class Warehouse:
         return {k.decode()[6:]: v.decode() for k, v in meta.items() if k.startswith(b"codex.")}
 
     def glob(self, dataset: str, name: str) -> str:
+        """Every Parquet file of the table (``part`` files too), as a glob for DuckDB's ``read_parquet``."""
         return (self.table_dir(dataset, name) / "*.parquet").as_posix()
 
     def has_files(self, dataset: str, name: str) -> bool:
+        """The table's folder holds at least one Parquet file (``part`` files count)."""
         d = self.table_dir(dataset, name)
         return d.is_dir() and any(d.glob("*.parquet"))
 
@@ -192,6 +200,7 @@ class PartitionWriter:
         self._closed = False
 
     def write(self, table: pa.Table) -> None:
+        """Append ``table`` cast to the writer's schema (empty: nothing); ValueError once published or discarded."""
         if self._writer is None:
             raise ValueError(f"{self.path}: already published or discarded")
         if table.num_rows:
@@ -218,6 +227,7 @@ class PartitionWriter:
         return target
 
     def discard(self) -> None:
+        """Delete the temp file unpublished (a no-op after :meth:`publish`); the writer takes no more rows."""
         self.close()
         self._closed = False
         with contextlib.suppress(FileNotFoundError):

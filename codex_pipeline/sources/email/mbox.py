@@ -78,6 +78,7 @@ class EmailMessage:
 
     @property
     def author(self) -> str:
+        """The sender's display name, or the address when there is none."""
         return self.from_name or self.from_address
 
     @property

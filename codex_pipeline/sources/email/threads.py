@@ -123,6 +123,8 @@ def _link(child: _Node, parent: _Node, how: str) -> None:
 
 @dataclass(frozen=True)
 class ThreadMessage:
+    """A message placed in its thread: its number, parent, depth, and which header linked it (``how``)."""
+
     msg: EmailMessage
     n: int  # 1-based position in thread order
     parent_n: int | None  # nearest ancestor present in the archive
@@ -134,6 +136,13 @@ class ThreadMessage:
 
 @dataclass
 class Thread:
+    """One conversation, messages depth first (each before its replies, siblings by date).
+
+    ``root_id`` is the root's Message-ID, which may name a message not in the archive
+    (``root_in_archive`` False: a fragment). ``broken_links`` lists reply links ignored
+    (a reply cycle).
+    """
+
     thread_id: str
     root_id: str
     root_in_archive: bool
@@ -142,6 +151,7 @@ class Thread:
 
     @property
     def subject(self) -> str:
+        """The first message's subject without list tags and reply/forward prefixes; ``(no subject)`` if empty."""
         return _subject_parts(self.messages[0].msg.subject)[0] or "(no subject)"
 
 
@@ -260,6 +270,8 @@ def own_text(body: str) -> str:
 
 @dataclass(frozen=True)
 class QuoteRef:
+    """A quoted run :func:`dedup_quotes` replaced: the message it repeats and how many lines it held."""
+
     quoted_n: int
     quoted_message_id: str
     lines: int
@@ -380,6 +392,8 @@ def _quote_line(run: list[tuple[ThreadMessage, int]]) -> str:
 
 @dataclass(frozen=True)
 class RepeatRef:
+    """A paragraph :func:`dedup_repeats` replaced: the message it first appeared in and its line count."""
+
     repeated_n: int
     lines: int
 

@@ -18,6 +18,8 @@ from codex_pipeline.sources.records import dedupe_by
 
 @dataclass
 class RowOutcome:
+    """What one row would become: its record and canonical text if it lands, else the reject reason."""
+
     ref: str  # "row 2"
     record: dict[str, Any] | None  # the mapped record when it would land
     reject: str | None  # else why not
@@ -26,6 +28,8 @@ class RowOutcome:
 
 @dataclass
 class CheckReport:
+    """What :func:`check_file` found: row counts, every reject, and the outcome of the first rows."""
+
     mapping: str
     dataset: str
     kind: str
@@ -37,6 +41,7 @@ class CheckReport:
     first_rows: list[RowOutcome] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
+        """The report JSON-ready; ``landed`` is named ``would_land``, ``rejected`` is the count of row rejects."""
         return {
             "mapping": self.mapping, "dataset": self.dataset, "kind": self.kind, "file": self.file,
             "file_rejects": self.file_rejects, "rows": self.rows, "would_land": self.landed,

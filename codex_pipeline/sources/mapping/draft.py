@@ -30,6 +30,8 @@ _X, _Y = re.compile(r"^(x|lon|long|longitude|easting)$", re.I), re.compile(r"^(y
 
 @dataclass(frozen=True)
 class ColumnGuess:
+    """What the sample says of one column; ``unique``: every sampled row has a value, all different."""
+
     column: str
     filled: int  # non-empty values in the sample
     type: str  # string | text | integer | number | date
@@ -59,6 +61,13 @@ def _date_format(values: list[str]) -> str | None:
 
 
 def guess_column(column: str, values: list[str]) -> ColumnGuess:
+    """The type every non-empty sampled value reads as (``string`` when there is none), and counts.
+
+    ``date`` when one of :data:`DATE_FORMATS` reads them all (unless all are integers);
+    ``string`` when a value has a leading zero (a code); then ``integer``, ``number``;
+    else ``text`` when values are long (over 120 characters on average) or multi-line,
+    ``string`` otherwise.
+    """
     present = [v.strip() for v in values if v.strip()]
     if not present:
         return ColumnGuess(column, 0, "string", None, False)
@@ -79,6 +88,10 @@ def guess_column(column: str, values: list[str]) -> ColumnGuess:
 
 
 def snake(name: str) -> str:
+    """``name`` as a field name: lowercase, non-alphanumeric runs as ``_``, ``f_`` before a non-letter start.
+
+    ``field`` when nothing is left.
+    """
     s = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     return s if re.match(r"^[a-z]", s) else f"f_{s}" if s else "field"
 

@@ -70,6 +70,10 @@ EVENT_REQUIRED = [f.name for f in EVENT_SCHEMA.fields if f.required and f.name !
 
 
 def check_event_mapping(m: SourceMapping, path: str) -> None:
+    """:class:`MappingError` unless the mapping suits kind event.
+
+    No permit-only keys, only event fields, every required one mapped, a known CRS.
+    """
     for key in ("scope", "conditions", "details"):
         if getattr(m, key):
             raise MappingError(f"mapping {path}: key {key!r}: only kind permit has {key}; fix: remove it")
@@ -86,6 +90,11 @@ def check_event_mapping(m: SourceMapping, path: str) -> None:
 
 
 def check_record_mapping(m: SourceMapping, path: str) -> None:
+    """:class:`MappingError` unless the mapping suits kind record.
+
+    No permit-only keys, no field named like one that ``id:`` / ``coordinates:`` fill,
+    ``view.title`` a mapped field, a known CRS.
+    """
     for key in ("scope", "conditions", "details"):
         if getattr(m, key):
             raise MappingError(f"mapping {path}: key {key!r}: only kind permit has {key}; fix: remove it or use kind: permit")
@@ -118,6 +127,7 @@ class KindParts:
 
 
 def kind_parts(m: SourceMapping, dataset: str) -> KindParts:
+    """The reader, rules and rendering of the mapping's kind (``record`` for any but permit and event)."""
     if m.kind == "permit":
         return KindParts(mapped_permit_reader(m), PERMIT_RULES, render_permit, permit_title,
                          field_columns(m, "permit_number"))
@@ -151,14 +161,17 @@ class MappedDataset:
 
     @property
     def name(self) -> str:
+        """The dataset name the mapping declares."""
         return self.mapping.dataset
 
     @property
     def load_day(self) -> Callable[[Path], LoadResult]:
+        """The registry's day loader: :func:`load_mapped_day` with this mapping."""
         return partial(load_mapped_day, self.mapping, self.mapping.dataset)
 
     @property
     def description(self) -> str:
+        """The registry's description: the mapping's own (or its title), the file, and the kind's chunk tree."""
         m = self.mapping
         tree = {"permit": "permit_summary → permit_scope_section and condition chunks",
                 "event": "one event chunk per event (long descriptions in 800/50-token windows)"}.get(
@@ -177,6 +190,7 @@ def check_mapping(m: SourceMapping, path: str) -> None:
 
 
 def load_mapped_dataset(path: Path) -> MappedDataset:
+    """One mapping file, parsed and checked for its kind; :class:`MappingError` names the key and the fix."""
     m = load_mapping(path)
     check_mapping(m, str(path))
     return MappedDataset(path, m, mapping_digest(m))

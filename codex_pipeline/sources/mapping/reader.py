@@ -179,6 +179,7 @@ class RowMapper:
         self.empty = {v.strip() for v in mapping.empty_values}
 
     def cell(self, row: Mapping[str, Any], column: str) -> Any:
+        """The cell (``a.b``: nested, :func:`lookup`); None for one of ``empty_values`` or an empty list / object."""
         v = row.get(column) if column in row else lookup(row, column)
         if isinstance(v, str):
             return None if v.strip() in self.empty else v
@@ -195,6 +196,12 @@ class RowMapper:
         return rule.join.join(p for p in parts if p) or None
 
     def value(self, row: Mapping[str, Any], name: str, rule: FieldRule, target: Target) -> Any:
+        """One field's value from ``row``, converted to ``target``'s type; None when the source is empty.
+
+        A ``separator`` (or a JSON list) gives parts, each through the vocabulary: a
+        ``list[string]`` target keeps them, any other joins them with ``"; "``. A value
+        outside a vocabulary with ``unknown: reject`` raises :class:`RowProblem`.
+        """
         raw = self._raw(row, rule)
         if raw is None:
             return None
@@ -224,7 +231,10 @@ class RowMapper:
         return v
 
     def coordinates(self, row: Mapping[str, Any], c: Coordinates) -> tuple[Any, Any]:
-        """(latitude, longitude) in WGS 84; cells that are not numbers stay as given (the schema rejects them)."""
+        """(latitude, longitude) in WGS 84, (None, None) when both cells are empty.
+
+        :class:`RowProblem` when the cells are not two numbers or PROJ does not know the CRS.
+        """
         x, y = self.cell(row, c.x), self.cell(row, c.y)
         if x is None and y is None:
             return None, None
@@ -241,6 +251,11 @@ class RowMapper:
         return round(lat, 7), round(lon, 7)
 
     def record(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """The row as a record: id (cleaned when ``id_clean``), mapped fields, coordinates; empty ones left out.
+
+        A missing required field is left for the schema to name; :class:`RowProblem` when a
+        vocabulary or the coordinates refuse the row.
+        """
         rid = convert(self.cell(row, self.m.id), Target("string"), ())
         if rid is not None and self.m.id_clean:
             rid = _ID_CLEAN.sub("-", rid).strip("-") or None

@@ -79,6 +79,7 @@ class FieldRule(_Strict):
         return self
 
     def source_columns(self) -> tuple[str, ...]:
+        """The export columns the rule reads; ``()`` for a constant ``value``."""
         return (self.column,) if self.column else self.columns
 
 
@@ -120,6 +121,11 @@ class RecordView(_Strict):
 
 
 class SourceMapping(_Strict):
+    """One mapping file, validated: which export, read how, and which columns fill which fields.
+
+    Unknown keys are refused (a misspelt key is an error, not a default).
+    """
+
     codex_mapping: Literal[1]  # the format version
     dataset: str = Field(pattern=DATASET_NAME)
     kind: RecordKind
@@ -202,6 +208,7 @@ def parse_mapping(text: str, path: str) -> SourceMapping:
 
 
 def load_mapping(path: Path) -> SourceMapping:
+    """The mapping file at ``path``; :class:`MappingError` when it is unreadable or wrong (:func:`parse_mapping`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
