@@ -5,9 +5,10 @@
 Each dev set must have been materialized once into ``WORK/<set>`` by ``codex eval`` with
 ``--work-dir WORK/<set>`` (the commands are in ``eval/README.md``); this script then drives
 ``Retriever`` in-process over those indexes (no Dagster, no re-embedding) for every point of a
-small grid of :mod:`codex_pipeline.retrieval.settings` values. ``--pooled`` scores the sets of each
-:data:`POOLS` entry over one shared index in ``WORK/pool-<name>`` instead, as the held-out evaluation
-pools corpora (there a lower hit holds the answer more often than in a set's own index).
+small grid of candidate :class:`~codex_pipeline.retrieval.settings.RetrievalSettings` values
+(:func:`dataclasses.replace` of the defaults, handed to ``Retriever.with_settings``). ``--pooled``
+scores the sets of each :data:`POOLS` entry over one shared index in ``WORK/pool-<name>`` instead,
+as the held-out evaluation pools corpora (there a lower hit holds the answer more often than in a set's own index).
 
 For each held-out set ``c``: the grid point maximizing the mean objective over the *other*
 sets is chosen, and ``c`` is scored with it. Objective (``--objective``, default ``iou@90``): the
@@ -16,12 +17,13 @@ chunk's recall on every training set; ``recall+iou`` is the other choice (it alw
 widest citation). Means over each set's questions; sets weigh equally. Printed per set: the LOCO figures (recall / precision /
 IoU / hit@5), the whole-chunk recall of the same hits, the in-sample figures (the point best on
 all sets) and the current defaults' figures; then the same pooled over all questions.
-Constants that change what is embedded (``UNIT_TOKENS``) are not in the grid.
+Constants that change what is embedded (``units.UNIT_TOKENS``) are not settings, so not in the grid.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import math
 import os
@@ -38,7 +40,8 @@ from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.evaluation.gold import Question, load_gold
 from codex_pipeline.evaluation.metrics import Score, Summary, merge, score, summarize
 from codex_pipeline.evaluation.runner import CorpusPart, hit_spans, source_maps
-from codex_pipeline.retrieval import Retriever, settings
+from codex_pipeline.retrieval import RetrievalSettings, Retriever
+from codex_pipeline.retrieval.settings import DEFAULT
 from codex_pipeline.settings import CodexSettings
 from codex_pipeline.warehouse.storage import Warehouse
 
@@ -63,78 +66,67 @@ POOLS: dict[str, list[str]] = {  # --pooled: these sets share one index, as the 
     "second": ["uv", "huntsville", "seattle"],
 }
 
-GRIDS: dict[str, dict[str, list[Any]]] = {
+GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the values tried
     "none": {},
     "small": {
-        "LEXICAL_FLOOR": [0.3, 0.5, 0.7],
-        "BM25_WEIGHT": [1.0, 1.5],
-        "LEXICAL_WEIGHT": [0.25, 0.5, 1.0],
-        "NEIGHBOUR_MARGIN": [0.1, 0.2, 0.3],
+        "lexical_floor": [0.3, 0.5, 0.7],
+        "bm25_weight": [1.0, 1.5],
+        "lexical_weight": [0.25, 0.5, 1.0],
+        "neighbour_margin": [0.1, 0.2, 0.3],
     },
     "citation": {
-        "LEXICAL_WEIGHT": [0.25, 0.5, 1.0],
-        "NEIGHBOUR_MARGIN": [0.1, 0.2, 0.3],
-        "NEIGHBOUR_RANKS": [2, 5],
+        "lexical_weight": [0.25, 0.5, 1.0],
+        "neighbour_margin": [0.1, 0.2, 0.3],
+        "neighbour_ranks": [2, 5],
     },
     "widen": {
-        "NEIGHBOUR_RANKS": [2, 5],
-        "WIDEN_UNITS": [1, 2, 3],
-        "NEIGHBOUR_MARGIN": [0.1, 0.2, 0.3],
-    },
-    "rules": {
-        "SKIP_METADATA": [False, True],
-        "BRIDGE_TURNS": [True, False],
-        "WIDEN_UNITS": [1, 3],
-        "NEIGHBOUR_MARGIN": [0.2, 0.3],
-    },
-    "spread": {
-        "WIDEN_ANYWHERE": [False, True],
-        "NEIGHBOUR_RANKS": [2, 5],
-        "WIDEN_UNITS": [1, 2, 4],
-        "NEIGHBOUR_MARGIN": [0.15, 0.3, 0.45],
+        "neighbour_ranks": [2, 5],
+        "widen_units": [1, 2, 3],
+        "neighbour_margin": [0.1, 0.2, 0.3],
     },
     "sentences": {
-        "SENTENCE_REACH": [0, 200, 400],
-        "NEIGHBOUR_RANKS": [2, 5],
-        "WIDEN_UNITS": [1, 2],
-        "NEIGHBOUR_MARGIN": [0.2, 0.3],
+        "sentence_reach": [0, 200, 400],
+        "neighbour_ranks": [2, 5],
+        "widen_units": [1, 2],
+        "neighbour_margin": [0.2, 0.3],
     },
     "final": {
-        "SENTENCE_REACH": [200, 400, 800],
-        "NEIGHBOUR_RANKS": [2, 3],
-        "WIDEN_UNITS": [2, 3],
-        "NEIGHBOUR_MARGIN": [0.3, 0.4],
-        "LEXICAL_WEIGHT": [0.5, 1.0],
+        "sentence_reach": [200, 400, 800],
+        "neighbour_ranks": [2, 3],
+        "widen_units": [2, 3],
+        "neighbour_margin": [0.3, 0.4],
+        "lexical_weight": [0.5, 1.0],
     },
     "tail": {
-        "TAIL_SENTENCES": [0, 1, 2],
-        "TAIL_MARGIN": [0.0, 0.05, 0.1, 0.2],
-        "NEIGHBOUR_RANKS": [2, 3],
+        "tail_sentences": [0, 1, 2],
+        "tail_margin": [0.0, 0.05, 0.1, 0.2],
+        "neighbour_ranks": [2, 3],
     },
     "widen-top": {
-        "WIDEN_TOP_MARGIN": [0.0, 0.05, 0.1, 0.2, 0.3, math.inf],
-        "NEIGHBOUR_RANKS": [2, 3, 4],
+        "widen_top_margin": [0.0, 0.05, 0.1, 0.2, 0.3, math.inf],
+        "neighbour_ranks": [2, 3, 4],
     },
     "widen-joint": {
-        "NEIGHBOUR_MARGIN": [0.2, 0.3, 0.4],
-        "WIDEN_UNITS": [1, 2, 3],
+        "neighbour_margin": [0.2, 0.3, 0.4],
+        "widen_units": [1, 2, 3],
     },
     "tail-reach": {
-        "TAIL_SENTENCES": [0, 1, 2],
-        "TAIL_MARGIN": [0.0, 0.1],
-        "NEIGHBOUR_RANKS": [2, 3],
-        "SENTENCE_REACH": [0, 200],
+        "tail_sentences": [0, 1, 2],
+        "tail_margin": [0.0, 0.1],
+        "neighbour_ranks": [2, 3],
+        "sentence_reach": [0, 200],
     },
     "fusion": {
-        "LEXICAL_FLOOR": [0.3, 0.5, 0.7],
-        "BM25_WEIGHT": [1.0, 1.5, 2.0],
+        "lexical_floor": [0.3, 0.5, 0.7],
+        "bm25_weight": [1.0, 1.5, 2.0],
     },
     "exact": {
-        "LEXICAL_CUES": ["none", "codes", "names"],
-        "LEXICAL_QUERY_WEIGHT": [1.0, 2.0, 4.0],
-        "FLAT_SPREAD": [0.0, 0.05],
+        "lexical_query_weight": [1.0, 2.0, 4.0],  # 1.0: a lexical query weighs as any other
     },
 }
+"""The grids ``rules`` (metadata lines and merged turns in citations) and ``spread`` (several spans per hit), and
+the cue and flat-vector parts of ``exact``, scored rules whose losing branches are deleted (see
+:mod:`codex_pipeline.retrieval.settings`)."""
 
 
 @dataclass
@@ -179,8 +171,9 @@ def load(name: str, work: Path, corpus: Path, embedder: Any, pooled: bool = Fals
 _OPEN: dict[Path, tuple[Retriever, dict[str, Any]]] = {}
 
 
-def run(s: Loaded, k: int) -> Result:
-    """Every question's score on the hits' evidence and on their whole chunks (one search)."""
+def run(s: Loaded, k: int, settings: RetrievalSettings) -> Result:
+    """Every question's score on the hits' evidence and on their whole chunks (one search with ``settings``)."""
+    retriever = s.retriever.with_settings(settings)
     ev: list[Score] = []
     ch: list[Score] = []
     for q in s.questions:
@@ -188,7 +181,7 @@ def run(s: Loaded, k: int) -> Result:
         for ref in q.references:
             reference.setdefault(ref.source, []).append((ref.start, ref.end))
         got: dict[str, dict[str, list[tuple[int, int]]]] = {"evidence": {}, "chunk": {}}
-        for hit in s.retriever.search(q.question, k=k):
+        for hit in retriever.search(q.question, k=k):
             smap = s.maps.get(hit.doc_id)
             for kind in got:
                 mapped = smap.map(merge(hit_spans(hit, kind))) if smap else {}
@@ -223,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--grid", default="small", choices=sorted(GRIDS))
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="fix a settings constant for every point (e.g. CITATION=widen)")
+                    help="fix a RetrievalSettings field for every point (e.g. sentence_reach=0)")
     ap.add_argument("-k", type=int, default=5)
     ap.add_argument("--objective", default="iou@90", choices=["iou@90", "recall+iou"],
                     help="iou@90 (default): the highest mean IoU among points keeping >= 90%% of the whole chunk's "
@@ -235,14 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="score the sets of each pool (POOLS) over one shared index, as the held-out sets are")
     args = ap.parse_args(argv)
     names = [n for n in args.sets.split(",") if n]
-    for fixed in args.set:
-        key, _, text = fixed.partition("=")
-        old = getattr(settings, key)
-        setattr(settings, key, text == "True" if isinstance(old, bool) else type(old)(text))
+    base = fixed_settings(args.set, ap)
     t0 = time.perf_counter()
     grid = GRIDS[args.grid]
     keys = list(grid)
-    defaults = tuple(getattr(settings, key) for key in keys)
+    defaults = tuple(getattr(base, key) for key in keys)
     points = list(itertools.product(*grid.values()))
     if defaults not in points:
         points.append(defaults)
@@ -254,11 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder = query_embedder("local", SETTINGS)
         sets = [load(n, args.work, args.corpus, embedder, args.pooled) for n in names]
         for p in points:
-            for key, v in zip(keys, p):
-                setattr(settings, key, v)
-            results[p] = {s.name: run(s, args.k) for s in sets}
-        for key, v in zip(keys, defaults):
-            setattr(settings, key, v)
+            candidate = dataclasses.replace(base, **dict(zip(keys, p)))
+            results[p] = {s.name: run(s, args.k, candidate) for s in sets}
         if args.save:
             args.save.write_bytes(pickle.dumps(results))
     print(f"{len(points)} grid points x {len(names)} sets in {time.perf_counter() - t0:.0f}s; "
@@ -300,6 +287,19 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{chunk_cols(pooled['loco'], pooled['chunk'])} | {fmt(summarize(pooled['in'])):24} | "
           f"{fmt(summarize(pooled['def'])):24} |")
     return 0
+
+
+def fixed_settings(fixed: Sequence[str], ap: argparse.ArgumentParser) -> RetrievalSettings:
+    """The defaults with each ``NAME=VALUE`` of ``--set`` (a field name, any case), parsed by the field's type."""
+    names = {f.name for f in dataclasses.fields(RetrievalSettings)}
+    changes: dict[str, Any] = {}
+    for item in fixed:
+        key, _, text = item.partition("=")
+        key = key.strip().lower()
+        if key not in names:
+            ap.error(f"--set {item}: no RetrievalSettings field {key!r} (fields: {', '.join(sorted(names))})")
+        changes[key] = type(getattr(DEFAULT, key))(text)
+    return dataclasses.replace(DEFAULT, **changes)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from codex_pipeline.retrieval.propositions import PropositionHit
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.retriever import IndexMissing, Retriever, indexed_datasets
 from codex_pipeline.retrieval.searcher import IndexOutdated
+from codex_pipeline.retrieval.settings import RetrievalSettings
 from codex_pipeline.retrieval.types import Context, Filters, Hit, SearchMode, SearchResults, Span
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "IndexMissing",
     "IndexOutdated",
     "PropositionHit",
+    "RetrievalSettings",
     "Retriever",
     "SearchMode",
     "SearchResults",

@@ -1,6 +1,7 @@
 """Spans, evidence and bounded context of a hit, cut from the document's canonical text.
 
-Budget: :data:`CONTEXT_TOKENS_PER_SIDE` cl100k tokens before the hit and as many
+Budget: ``context_tokens_per_side`` cl100k tokens
+(:class:`~codex_pipeline.retrieval.settings.RetrievalSettings`) before the hit and as many
 after it (256 in all), never leaving the hit's family — the stretch its parent and
 the parent's children cover (an agenda item and its turns, a case summary and its
 citations) — or, for a top-level chunk, its document.
@@ -14,12 +15,11 @@ import json
 from collections.abc import Sequence
 
 from codex_pipeline.core.tokens import TokenizedText, count_tokens
-from codex_pipeline.retrieval import settings
 from codex_pipeline.retrieval.lexical import analyze, sentence_bounds
 from codex_pipeline.retrieval.query import AnalyzedQuery
+from codex_pipeline.retrieval.settings import DEFAULT
 from codex_pipeline.retrieval.types import Context, Span
 
-CONTEXT_TOKENS_PER_SIDE = settings.CONTEXT_TOKENS_PER_SIDE
 _CHARS_PER_TOKEN_MAX = 8  # a window this many chars per token always holds the budget's worth of text
 
 
@@ -57,7 +57,7 @@ def evidence(query: AnalyzedQuery, text: str, spans: Sequence[Span], chunk_text:
 
 
 def context(text: str, spans: Sequence[Span], bounds: Span | None, parent_chunk_id: str | None,
-            budget: int = CONTEXT_TOKENS_PER_SIDE) -> Context:
+            budget: int = DEFAULT.context_tokens_per_side) -> Context:
     """Up to ``budget`` tokens of ``text`` on each side of ``spans``, inside ``bounds`` (default: all of ``text``)."""
     lo, hi = bounds if bounds else (0, len(text))
     first = min(s for s, _ in spans) if spans else lo

@@ -19,12 +19,15 @@ from codex_pipeline.retrieval.context import anchor_spans, context, evidence
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.ranking import Ranked
 from codex_pipeline.retrieval.searcher import SearchIndex
+from codex_pipeline.retrieval.settings import DEFAULT, RetrievalSettings
 from codex_pipeline.retrieval.types import Context, Hit, Span
-from codex_pipeline.retrieval.units import UnitVectors, best_units, bridges
+from codex_pipeline.retrieval.units import UnitVectors, best_units
 
 
-def chunk_hit(name: str, index: SearchIndex, ranked: Ranked, query: AnalyzedQuery | None) -> Hit:
-    """The hit for one ranked row (``query`` None: a point lookup, the evidence is the chunk's spans)."""
+def chunk_hit(name: str, index: SearchIndex, ranked: Ranked, query: AnalyzedQuery | None,
+              settings: RetrievalSettings = DEFAULT) -> Hit:
+    """The hit for one ranked row (``query`` None: a point lookup, the evidence is the chunk's spans), its
+    context ``settings.context_tokens_per_side`` tokens on each side."""
     r = index.row(ranked.row)
     text = index.canonical_text(int(r["doc_row"]))
     spans = anchor_spans(str(r["evidence_anchor"]))
@@ -35,7 +38,7 @@ def chunk_hit(name: str, index: SearchIndex, ranked: Ranked, query: AnalyzedQuer
     evidence_spans: tuple[Span, ...] = spans
     evidence_text: tuple[str, ...] = ()
     if text is not None:  # else the document's text is missing from the index: cite the chunk only
-        ctx = context(text, spans, (lo, hi) if lo >= 0 else None, parent)
+        ctx = context(text, spans, (lo, hi) if lo >= 0 else None, parent, settings.context_tokens_per_side)
         evidence_spans = evidence(query, text, spans, chunk_text) if query is not None else spans
         evidence_text = tuple(text[s:e] for s, e in evidence_spans)
     meta: dict[str, Any] = json.loads(str(r["metadata"])) if r["metadata"] else {}
@@ -60,14 +63,14 @@ def chunk_hit(name: str, index: SearchIndex, ranked: Ranked, query: AnalyzedQuer
 
 
 def cite_units(hits: Sequence[Hit], indexes: Sequence[SearchIndex], rows: Sequence[int], query: AnalyzedQuery,
-               vectors: UnitVectors) -> list[Hit]:
-    """``hits`` in their ranked order, each citing its best evidence unit (:mod:`~codex_pipeline.retrieval.units`)."""
+               vectors: UnitVectors, settings: RetrievalSettings = DEFAULT) -> list[Hit]:
+    """``hits`` in their ranked order, each citing its best evidence unit (:mod:`~codex_pipeline.retrieval.units`)
+    chosen with ``settings``."""
     texts = [index.canonical_text(int(index.row(row)["doc_row"])) for index, row in zip(indexes, rows)]
     have = [i for i, t in enumerate(texts) if t is not None]
-    found = best_units([(texts[i] or "", hits[i].spans, dict(hits[i].metadata), bridges(dict(hits[i].metadata)))
-                        for i in have], query, vectors,
+    found = best_units([(texts[i] or "", hits[i].spans, dict(hits[i].metadata)) for i in have], query, vectors,
                        stored=[indexes[i].stored_units(rows[i]) for i in have] if query.vector is not None else None,
-                       ranks=have)
+                       ranks=have, settings=settings)
     unit = dict(zip(have, found))
     out = []
     for i, hit in enumerate(hits):

@@ -3,17 +3,18 @@
 **Fusion.** Each ranking takes the top ``max(k * 5, 50)`` candidates of every dataset
 searched and merges them by score into one list (cosine is comparable across
 datasets; BM25 nearly so: same analyzer, per-dataset IDF). Hybrid ranking adds
-``1 / (RRF_K + rank)`` per list (reciprocal rank fusion, ``RRF_K = 60`` as in Cormack
+``1 / (rrf_k + rank)`` per list (reciprocal rank fusion, ``rrf_k = 60`` as in Cormack
 et al. and the LanceDB/Haystack defaults), with one refinement: a BM25 candidate
-scoring under :data:`LEXICAL_FLOOR` of the best BM25 score does not vote. Without it,
+scoring under ``lexical_floor`` of the best BM25 score does not vote. Without it,
 a query for a permit number lets every chunk sharing the number's common parts
 (``bp2026``) vote, and a chunk that is 3rd in both lists beat the one chunk holding
 the exact number. With the floor and whole-identifier terms
 (:class:`~codex_pipeline.retrieval.lexical.QueryTerms`), a query for a permit number or
 a statute citation puts the chunk holding it first (checked on the sample permits and
 OSHA cases; figures in ``docs/history.md``). A query holding an identifier or a number
-gets the BM25 list's votes weighted :data:`settings.LEXICAL_QUERY_WEIGHT` (chosen
-leave-one-corpus-out, see :mod:`~codex_pipeline.retrieval.settings`). Chunks and
+gets the BM25 list's votes weighted ``lexical_query_weight`` (chosen
+leave-one-corpus-out). Every parameter is a field of the
+:class:`~codex_pipeline.retrieval.settings.RetrievalSettings` handed in. Chunks and
 propositions are ranked by this same code.
 """
 
@@ -25,17 +26,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from codex_pipeline.retrieval import settings
 from codex_pipeline.retrieval.lexical import IDENTIFIER
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.searcher import SearchIndex
+from codex_pipeline.retrieval.settings import DEFAULT, RetrievalSettings
 from codex_pipeline.retrieval.types import Filters, SearchMode
-
-# the tuned constants live in retrieval.settings (read at call time); these names stay for readers
-RRF_K = settings.RRF_K
-CANDIDATES_MIN = settings.CANDIDATES_MIN
-CANDIDATES_PER_K = settings.CANDIDATES_PER_K
-LEXICAL_FLOOR = settings.LEXICAL_FLOOR
 
 Live = frozenset[tuple[str, dt.date]]
 
@@ -60,9 +55,10 @@ class Ranked:
 Scored = tuple[float, str, int]  # (score, dataset, row)
 
 
-def rank(query: AnalyzedQuery, sources: Sequence[Source], k: int, mode: SearchMode, filters: Filters) -> list[Ranked]:
-    """The ``k`` best rows of ``sources`` for ``query``, best first."""
-    want = max(k * settings.CANDIDATES_PER_K, settings.CANDIDATES_MIN) if mode is SearchMode.HYBRID else k
+def rank(query: AnalyzedQuery, sources: Sequence[Source], k: int, mode: SearchMode, filters: Filters,
+         settings: RetrievalSettings = DEFAULT) -> list[Ranked]:
+    """The ``k`` best rows of ``sources`` for ``query``, best first, fused with ``settings``."""
+    want = max(k * settings.candidates_per_k, settings.candidates_min) if mode is SearchMode.HYBRID else k
     terms = query.bm25_terms(_Vocabulary([s.index for s in sources]))
     found: dict[str, list[Scored]] = {"bm25": [], "vector": []}
     for src in sources:
@@ -73,41 +69,38 @@ def rank(query: AnalyzedQuery, sources: Sequence[Source], k: int, mode: SearchMo
         if mode is not SearchMode.BM25 and query.vector is not None:
             found["vector"] += [(c.score, src.dataset, c.row)
                                 for c in src.index.vector_candidates(query.vector, want, mask, accept)]
-    return fuse(found, mode, want, lexical_weight(query.text, found["vector"]))[:k]
+    return fuse(found, mode, want, lexical_weight(query.text, settings), settings)[:k]
 
 
-def lexical_weight(text: str, vector: Sequence[Scored]) -> float:
-    """The BM25 list's weight in hybrid fusion: :data:`settings.LEXICAL_QUERY_WEIGHT` when the query names
-    something only words can match (an identifier, a number; with ``LEXICAL_CUES = "names"`` also a capitalized
-    word past the first) or the vector scores are flat (the top ten within :data:`settings.FLAT_SPREAD`), else
-    :data:`settings.BM25_WEIGHT`."""
-    cues = settings.LEXICAL_CUES
-    lexical = cues != "none" and bool(IDENTIFIER.search(text) or _NUMBER.search(text))
-    if cues == "names" and not lexical:
-        lexical = any(w[:1].isupper() for w in text.split()[1:])
-    scores = sorted((c[0] for c in vector), reverse=True)[:10]
-    flat = len(scores) == 10 and scores[0] - scores[-1] < settings.FLAT_SPREAD
-    return settings.LEXICAL_QUERY_WEIGHT if lexical or flat else settings.BM25_WEIGHT
+def lexical_weight(text: str, settings: RetrievalSettings = DEFAULT) -> float:
+    """The BM25 list's weight in hybrid fusion for query ``text``: ``settings.lexical_query_weight`` when the
+    query names something only words can match (an identifier, a number), else ``settings.bm25_weight``."""
+    lexical = bool(IDENTIFIER.search(text) or _NUMBER.search(text))
+    return settings.lexical_query_weight if lexical else settings.bm25_weight
 
 
 _NUMBER = re.compile(r"\d")
 
 
-def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_weight: float | None = None
-         ) -> list[Ranked]:
-    """Merge the per-ranking candidate lists: reciprocal ranks in hybrid mode, else the one list's scores."""
+def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_weight: float | None = None,
+         settings: RetrievalSettings = DEFAULT) -> list[Ranked]:
+    """Merge the per-ranking candidate lists: reciprocal ranks in hybrid mode, else the one list's scores.
+
+    ``bm25_weight``: the BM25 list's weight for this query (default ``settings.bm25_weight``; see
+    :func:`lexical_weight`).
+    """
     scored: dict[tuple[str, int], float] = {}
     ranks: dict[tuple[str, int], dict[str, int]] = {}
-    weights = {"bm25": settings.BM25_WEIGHT if bm25_weight is None else bm25_weight, "vector": settings.VECTOR_WEIGHT}
+    weights = {"bm25": settings.bm25_weight if bm25_weight is None else bm25_weight, "vector": settings.vector_weight}
     for kind, cands in found.items():
         cands = sorted(cands, key=lambda c: (-c[0], c[1], c[2]))
         if kind == "bm25" and mode is SearchMode.HYBRID and cands:
-            floor = settings.LEXICAL_FLOOR * cands[0][0]
+            floor = settings.lexical_floor * cands[0][0]
             cands = [c for c in cands if c[0] >= floor]
         for at, (score, name, row) in enumerate(cands[:want], 1):
             key = (name, row)
             ranks.setdefault(key, {})[kind] = at
-            scored[key] = scored.get(key, 0.0) + weights[kind] / (settings.RRF_K + at) if mode is SearchMode.HYBRID else score
+            scored[key] = scored.get(key, 0.0) + weights[kind] / (settings.rrf_k + at) if mode is SearchMode.HYBRID else score
     ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
     return [Ranked(name, row, scored[(name, row)], ranks[(name, row)]) for name, row in ordered]
 

@@ -29,6 +29,7 @@ Chunks and propositions (seed 002) are ranked by the same code
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import os
 from collections.abc import Iterable, Sequence
@@ -52,6 +53,7 @@ from codex_pipeline.retrieval.propositions import PropositionHit, proposition_hi
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.ranking import Ranked, Source, acceptor, rank
 from codex_pipeline.retrieval.searcher import IndexOutdated, SearchIndex
+from codex_pipeline.retrieval.settings import DEFAULT, RetrievalSettings
 from codex_pipeline.retrieval.types import Filters, Hit, SearchMode, SearchResults
 from codex_pipeline.retrieval.units import UnitVectors
 from codex_pipeline.warehouse.storage import Warehouse
@@ -89,6 +91,8 @@ class Retriever:
     the caller reads from its configuration), created on the first vector or hybrid query.
     ``rebuild``: rebuild a stale index before searching it (default); False searches the
     indexes as they are.
+    ``settings``: the parameters of ranking and citation (default: today's values,
+    :data:`~codex_pipeline.retrieval.settings.DEFAULT`).
     """
 
     def __init__(
@@ -100,8 +104,10 @@ class Retriever:
         embedder_kind: str = "local",
         evidence_units: bool = True,
         rebuild: bool = True,
+        settings: RetrievalSettings = DEFAULT,
     ) -> None:
         self.warehouse = Warehouse(data_dir)
+        self.settings = settings
         self.evidence_units = evidence_units  # evidence is each hit's best unit (retrieval.units), in every mode
         self.rebuild = rebuild
         self._unit_vectors: UnitVectors | None = None
@@ -128,6 +134,13 @@ class Retriever:
 
     def index(self, dataset: str) -> SearchIndex:
         return self._open[dataset].index
+
+    def with_settings(self, settings: RetrievalSettings) -> Retriever:
+        """A retriever searching with ``settings``, sharing this one's open indexes, embedder and caches (for
+        scoring candidate settings over one opened corpus, as ``eval/loco.py`` does); ``self`` is unchanged."""
+        other = copy.copy(self)
+        other.settings = settings
+        return other
 
     # -- keeping current ----------------------------------------------------------------
 
@@ -211,11 +224,11 @@ class Retriever:
             return self._results([], names, filters)
         q = AnalyzedQuery.of(query, self._query_vector(query, names) if mode is not SearchMode.BM25 else None)
         sources = [Source(n, self._open[n].index, self._open[n].live) for n in names]
-        ranked = rank(q, sources, k, mode, filters)
+        ranked = rank(q, sources, k, mode, filters, self.settings)
         indexes = [self._open[r.dataset].index for r in ranked]
-        hits = [chunk_hit(r.dataset, index, r, q) for r, index in zip(ranked, indexes)]
+        hits = [chunk_hit(r.dataset, index, r, q, self.settings) for r, index in zip(ranked, indexes)]
         if self.evidence_units:  # order kept: units pick evidence (by the query's words alone without a vector)
-            hits = cite_units(hits, indexes, [r.row for r in ranked], q, self._units())
+            hits = cite_units(hits, indexes, [r.row for r in ranked], q, self._units(), self.settings)
         return self._results(hits, names, filters)
 
     def search_propositions(
@@ -232,7 +245,7 @@ class Retriever:
             return self._results([], names, filters)
         q = AnalyzedQuery.of(query, self._query_vector(query, names) if mode is not SearchMode.BM25 else None)
         sources = [Source(n, self._propositions(n), self._open[n].live) for n in names]
-        ranked = rank(q, sources, k, mode, filters)
+        ranked = rank(q, sources, k, mode, filters, self.settings)
         return self._results([self._proposition_hit(r) for r in ranked], names, filters)
 
     def get(self, chunk_id: str, dataset: str | None = None) -> Hit | None:
@@ -244,7 +257,7 @@ class Retriever:
                 continue
             row = held.index.row_of(chunk_id)
             if row is not None and acceptor(held.index, held.live, Filters())(row):
-                return chunk_hit(name, held.index, Ranked(name, row, 1.0, {}), None)
+                return chunk_hit(name, held.index, Ranked(name, row, 1.0, {}), None, self.settings)
         return None
 
     # -- helpers ------------------------------------------------------------------------

@@ -26,8 +26,8 @@ class Context:
 
     ``before`` ends where the hit's first span starts and ``after`` starts where its
     last span ends, both cut from the canonical text inside the parent's span, each
-    at most :data:`~codex_pipeline.retrieval.context.CONTEXT_TOKENS_PER_SIDE` cl100k
-    tokens (cut at a word boundary). ``bounds`` is the stretch they were cut from.
+    at most ``context_tokens_per_side``
+    (:class:`~codex_pipeline.retrieval.settings.RetrievalSettings`) cl100k tokens (cut at a word boundary). ``bounds`` is the stretch they were cut from.
     """
 
     before: str

@@ -5,7 +5,7 @@ A chunk is cut into *units* — consecutive sentences of its spans packed up to
 budget is one unit) — each a tuple of exact spans of the canonical text. A unit is
 embedded as its sentences' text with its context prefix (see :func:`chunk_units`,
 :func:`context_prefix`; never the markup between them) and scored by cosine with the
-query (none in BM25 search, which embeds nothing) plus :data:`LEXICAL_WEIGHT` times the
+query (none in BM25 search, which embeds nothing) plus ``lexical_weight`` times the
 IDF-weighted share of the query's words it holds (:func:`lexical_shares`); the hit's ``evidence`` is its best unit's spans (for
 the top hits, widened by adjacent units that score almost as well; for the lower ones, the
 sentence of it holding most of the query's words; grown to whole sentences; metadata lines
@@ -32,9 +32,10 @@ Why the lexical term and unmarked text: units of one chunk are often a few hundr
 of cosine apart, and a unit embedded with markup (a merged run of turns with its
 ``Start:/End:/Duration:`` header lines) drifts from what it says, so a neighbour can
 beat the unit naming what the question names. The lexical term breaks those near-ties
-toward the unit holding the query's words; :data:`LEXICAL_WEIGHT` was chosen with
+toward the unit holding the query's words; ``lexical_weight`` was chosen with
 ``codex eval`` (weights over a wide range scored alike). The figures behind these
-choices are in ``docs/history.md``.
+choices are in ``docs/history.md``; the tuned parameters of citation are fields of
+:class:`~codex_pipeline.retrieval.settings.RetrievalSettings`.
 """
 
 from __future__ import annotations
@@ -51,17 +52,16 @@ from typing import Any
 import numpy as np
 
 from codex_pipeline.core.tokens import count_tokens_batch
-from codex_pipeline.retrieval import settings
 from codex_pipeline.retrieval.citation import citable
 from codex_pipeline.retrieval.lexical import analyze, sentence_bounds
 from codex_pipeline.retrieval.query import AnalyzedQuery
+from codex_pipeline.retrieval.settings import DEFAULT, RetrievalSettings
 from codex_pipeline.retrieval.types import Span
 
-# tuned constants: retrieval.settings (read at call time, so eval/loco.py can vary them); names kept for readers
-UNIT_TOKENS = settings.UNIT_TOKENS
-LEXICAL_WEIGHT = settings.LEXICAL_WEIGHT  # see best_units and the module docstring
-NEIGHBOUR_RANKS = settings.NEIGHBOUR_RANKS  # the top hits whose evidence may take a neighbour unit (see best_units)
-NEIGHBOUR_MARGIN = settings.NEIGHBOUR_MARGIN  # ... when it scores within this of the best unit
+UNIT_TOKENS = 128
+"""Evidence unit budget in cl100k tokens (consecutive sentences, never cut). Dev-tuned on the first dev pool
+(council + httpx + email); re-embeds (it is part of :data:`UNITS_VERSION`), so it is not a query-time
+:class:`~codex_pipeline.retrieval.settings.RetrievalSettings` field and not in the LOCO grid."""
 CACHE_SIZE = 50_000
 UNITS_VERSION = f"units{UNIT_TOKENS};sentences=1;prefix=2;join=space;chunk=len-weighted-mean;single=prefixed"
 """The unit recipe (budget, sentence rule, context prefix, joining, how a chunk's vector pools its
@@ -131,43 +131,36 @@ def unit_key(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
-def cite(text: str, pieces: Sequence[Span], bridge: bool = False) -> Unit:
-    """The spans a unit is cited by: adjacent pieces separated by whitespace only (any gap when ``bridge``) joined.
+def cite(text: str, pieces: Sequence[Span]) -> Unit:
+    """The spans a unit is cited by: adjacent pieces separated by whitespace only joined.
 
-    ``bridge``: the spans are consecutive stretches whose gaps hold only markup (a
-    merged run of one speaker's adjacent transcript turns: the gap is that speaker's
-    next ``Name:/Start:/End:/Duration:/Text:`` header), so a unit cites the one
-    stretch of the file from its first to its last sentence.
+    A gap holding anything else stays a gap: a merged run of one speaker's turns cites
+    one span per turn, never the next turn's ``Name:/Start:/End:/Duration:/Text:`` header
+    between them (issue 26; see :mod:`~codex_pipeline.retrieval.settings`).
     """
-    return _join(list(pieces), text, bridge)
+    return _join(list(pieces), text)
 
 
-def split_units(text: str, spans: Sequence[Span], budget: int = UNIT_TOKENS, bridge: bool = False) -> list[Unit]:
+def split_units(text: str, spans: Sequence[Span], budget: int = UNIT_TOKENS) -> list[Unit]:
     """Consecutive sentences of ``spans`` packed into units of at most ``budget`` tokens, as cited (see :func:`cite`).
 
     A chunk within the budget is one unit citing its own spans.
     """
     units = unit_pieces(text, spans, budget)
     if len(units) == 1:
-        return [_join(list(spans), text, bridge)]
-    return [cite(text, u, bridge) for u in units]
+        return [_join(list(spans), text)]
+    return [cite(text, u) for u in units]
 
 
-def _join(pieces: list[Span], text: str, bridge: bool = False) -> Unit:
-    """Adjacent pieces separated by whitespace only (any gap when ``bridge``) become one span."""
+def _join(pieces: list[Span], text: str) -> Unit:
+    """Adjacent pieces separated by whitespace only become one span."""
     out: list[Span] = [pieces[0]]
     for s, e in pieces[1:]:
-        if bridge or not text[out[-1][1] : s].strip():
+        if not text[out[-1][1] : s].strip():
             out[-1] = (out[-1][0], e)
         else:
             out.append((s, e))
     return tuple(out)
-
-
-def bridges(metadata: dict[str, Any]) -> bool:
-    """Whether a chunk's spans are adjacent transcript turns of one speaker (see :func:`split_units`)."""
-    turns = metadata.get("turns")
-    return bool(metadata.get("merged") and isinstance(turns, list) and turns == list(range(turns[0], turns[0] + len(turns))))
 
 
 def context_prefix(metadata: str | dict[str, Any] | None) -> str:
@@ -212,16 +205,15 @@ StoredUnits = tuple[np.ndarray, np.ndarray]
 
 
 def best_units(
-    candidates: Sequence[tuple[str, Sequence[Span], str | dict[str, Any] | None, bool]],
+    candidates: Sequence[tuple[str, Sequence[Span], str | dict[str, Any] | None]],
     query: AnalyzedQuery,
     vectors: UnitVectors,
-    lexical_weight: float | None = None,
     stored: Sequence[StoredUnits | None] | None = None,
-    neighbour_ranks: int | None = None,
     ranks: Sequence[int] | None = None,
+    settings: RetrievalSettings = DEFAULT,
 ) -> list[tuple[Unit, float]]:
-    """For each candidate ``(canonical text, spans, metadata, bridge)``, in rank order: its
-    evidence (best unit) and that unit's score.
+    """For each candidate ``(canonical text, spans, metadata)``, in rank order: its
+    evidence (best unit) and that unit's score. The parameters named below are fields of ``settings``.
 
     A unit's score is its cosine with the query (0 without a query vector: BM25 search) plus ``lexical_weight`` times its
     :func:`lexical_shares` (the query's words it holds, weighted by their rarity among
@@ -233,10 +225,10 @@ def best_units(
     through ``vectors``; a chunk of one unit is never embedded (its one unit wins).
 
     ``ranks[i]``: candidate ``i``'s rank among the hits (default: its position). The first ``neighbour_ranks``
-    candidates (past the first, only those whose best unit is within ``settings.WIDEN_TOP_MARGIN`` of the
+    candidates (past the first, only those whose best unit is within ``widen_top_margin`` of the
     best unit of all) also cite adjacent units, one at a time up to
-    ``settings.WIDEN_UNITS``, while the better neighbour scores within
-    ``settings.NEIGHBOUR_MARGIN`` of the best (values chosen leave-one-corpus-out,
+    ``widen_units``, while the better neighbour scores within
+    ``neighbour_margin`` of the best (values chosen leave-one-corpus-out,
     ``eval/loco.py``; the figures below are the first, in-sample choice of one neighbour): an answer that
     crosses a unit boundary (a sentence, then the one that completes it) is cut in half
     otherwise, and the top hits are where the answer usually is. Pooled dev sets (153
@@ -249,11 +241,9 @@ def best_units(
     higher hit cites. Email recall +0.8, docs unchanged, council recall -3.2 (an agenda
     item ranked above its turn pushed the turn to a worse unit).
     """
-    lexical_weight = settings.LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
-    neighbour_ranks = settings.NEIGHBOUR_RANKS if neighbour_ranks is None else neighbour_ranks
-    margin = settings.NEIGHBOUR_MARGIN
-    units = [chunk_units(text, spans, meta) for text, spans, meta, _ in candidates]
-    bodies = [" ".join(text[s:e] for s, e in u) for (text, _, _, _), cu in zip(candidates, units) for u in cu.pieces]
+    lexical_weight, neighbour_ranks = settings.lexical_weight, settings.neighbour_ranks
+    units = [chunk_units(text, spans, meta) for text, spans, meta in candidates]
+    bodies = [" ".join(text[s:e] for s, e in u) for (text, _, _), cu in zip(candidates, units) for u in cu.pieces]
     sims = np.zeros(len(bodies))
     if query.vector is not None:  # else BM25 search: units are told apart by the query's words alone, nothing embeds
         _add_cosines(sims, units, query.vector, vectors, stored)
@@ -263,31 +253,25 @@ def best_units(
     ends = np.cumsum([len(cu.pieces) for cu in units])
     parts = [sims[end - len(cu.pieces) : end] for cu, end in zip(units, ends)]
     bests = [float(part.max()) if cu.embedded and len(part) else None for cu, part in zip(units, parts)]
-    top = max((b for b in bests if b is not None), default=0.0)  # the best scored unit of any hit (see TAIL_MARGIN)
+    top = max((b for b in bests if b is not None), default=0.0)  # the best scored unit of any hit (see tail_margin)
     owner = bests.index(top) if top in bests else -1  # a tie (BM25 scores by shares alone) goes to the higher hit
-    for index, ((text, spans, _, bridge), cu) in enumerate(zip(candidates, units)):
+    for index, ((text, spans, _), cu) in enumerate(zip(candidates, units)):
         rank = ranks[index] if ranks is not None else index
         if not cu.pieces:
             out.append(((), -1.0))
             continue
         part = parts[index]
         i = int(np.argmax(part))
-        widens = rank < neighbour_ranks and (index == 0 or part[i] >= top - settings.WIDEN_TOP_MARGIN)  # see settings
-        chosen = _widen(part, i, margin, settings.WIDEN_UNITS if widens else 0)
-        pieces = [p for j in chosen for p in cu.pieces[j]]
-        bridge = bridge and settings.BRIDGE_TURNS
-        if settings.SKIP_METADATA:
-            kept = citable(text, pieces)
-            whole = index == owner or part[i] > top - settings.TAIL_MARGIN  # holds the best unit of all, or nearly
-            if (rank >= neighbour_ranks and cu.embedded and settings.TAIL_SENTENCES
-                    and len(kept) > settings.TAIL_SENTENCES and not whole):
-                kept = _best_sentences(text, kept, query, settings.TAIL_SENTENCES)
-            if settings.SENTENCE_REACH and cu.embedded:
-                kept = complete_sentences(text, kept, spans, settings.SENTENCE_REACH)
-            unit = cite(text, kept, bridge)
-        else:
-            unit = _join(list(spans), text, bridge) if not cu.embedded else cite(text, pieces, bridge)
-        out.append((unit, float(part[i])))
+        widens = rank < neighbour_ranks and (index == 0 or part[i] >= top - settings.widen_top_margin)
+        chosen = _widen(part, i, settings.neighbour_margin, settings.widen_units if widens else 0)
+        kept = citable(text, [p for j in chosen for p in cu.pieces[j]])  # metadata lines are never cited
+        whole = index == owner or part[i] > top - settings.tail_margin  # holds the best unit of all, or nearly
+        tail = settings.tail_sentences
+        if rank >= neighbour_ranks and cu.embedded and tail and len(kept) > tail and not whole:
+            kept = _best_sentences(text, kept, query, tail)
+        if settings.sentence_reach and cu.embedded:
+            kept = complete_sentences(text, kept, spans, settings.sentence_reach)
+        out.append((cite(text, kept), float(part[i])))
     return out
 
 
@@ -335,10 +319,6 @@ def _best_sentences(text: str, pieces: list[Span], query: AnalyzedQuery, n: int)
 def _widen(scores: np.ndarray, best: int, margin: float, steps: int) -> list[int]:
     """The contiguous run of units around ``best``: up to ``steps`` times, the better adjacent unit joins while it
     scores within ``margin`` of the best (``steps`` 1: the one-neighbour rule)."""
-    if settings.WIDEN_ANYWHERE:  # several spans: the best units within the margin wherever they are in the chunk
-        near = sorted((j for j in range(len(scores)) if j != best and scores[j] >= scores[best] - margin),
-                      key=lambda j: -scores[j])
-        return sorted([best, *near[:steps]])
     lo = hi = best
     for _ in range(steps):
         near = [j for j in (lo - 1, hi + 1) if 0 <= j < len(scores) and scores[j] >= scores[best] - margin]

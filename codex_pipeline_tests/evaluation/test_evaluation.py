@@ -90,7 +90,7 @@ def test_gold_errors_name_the_line_and_the_fix(tmp_path: Path) -> None:
         load_gold(gold, tmp_path)
 
 
-def test_units_pack_sentences_and_bridge_only_adjacent_turns() -> None:
+def test_units_pack_sentences_and_keep_the_gap_between_turns() -> None:
     text = " ".join(f"Sentence number {i} says something about the budget." for i in range(40))
     units = split_units(text, [(0, len(text))], budget=40)
     assert len(units) > 1
@@ -99,4 +99,3 @@ def test_units_pack_sentences_and_bridge_only_adjacent_turns() -> None:
     turns = "A:\nText: one.\n---\nA:\nText: two."
     spans = [(turns.index("one."), turns.index("one.") + 4), (turns.index("two."), len(turns))]
     assert split_units(turns, spans) == [tuple(spans)]  # a gap with text stays a gap
-    assert split_units(turns, spans, bridge=True) == [((spans[0][0], spans[1][1]),)]

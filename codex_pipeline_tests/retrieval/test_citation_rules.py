@@ -8,12 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from codex_pipeline.retrieval import settings
 from codex_pipeline.retrieval.citation import citable, metadata_line
 from codex_pipeline.retrieval.hits import cite_units
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.types import Context, Hit
-from codex_pipeline.retrieval.units import UnitVectors, best_units, chunk_units, unit_key
+from codex_pipeline.retrieval.units import UnitVectors, best_units
 from codex_pipeline_tests.fakes import FakeEmbedder
 
 HEADER = "Start:", "End:", "Duration:", "Text:", "-----", "Commissioner Moores:"
@@ -73,7 +72,7 @@ def test_metadata_lines_are_recognized_and_words_are_not() -> None:
 def test_a_merged_run_of_turns_cites_one_span_per_turn_never_its_header_lines() -> None:
     spans = _text_spans(TURNS)
     meta = {"speaker": "Commissioner Moores", "merged": True, "turns": [3, 4]}
-    (unit, _), = best_units([(TURNS, spans, meta, True)], _query("who donated a van"), UnitVectors(_embed))
+    (unit, _), = best_units([(TURNS, spans, meta)], _query("who donated a van"), UnitVectors(_embed))
     assert unit == tuple(spans)  # the old rule cited one stretch from the first turn's words to the last's
     for s, e in unit:
         assert not any(h in TURNS[s:e] for h in HEADER)
@@ -81,7 +80,7 @@ def test_a_merged_run_of_turns_cites_one_span_per_turn_never_its_header_lines() 
 
 def test_an_email_hit_cites_the_reply_not_its_header_or_the_quote_placeholder() -> None:
     chunk = [(0, len(THREAD))]
-    (unit, _), = best_units([(THREAD, chunk, {"subject": "Backport labels"}, False)],
+    (unit, _), = best_units([(THREAD, chunk, {"subject": "Backport labels"})],
                             _query("why are backports to old versions risky"), UnitVectors(_embed))
     cited = "".join(THREAD[s:e] for s, e in unit)
     assert "merge conflicts" in cited and "pre-commit testing" in cited
@@ -108,35 +107,6 @@ def test_citable_keeps_everything_when_every_piece_is_metadata() -> None:
     text = "From: a@b.c\nDate: today"
     pieces = [(0, 11), (12, len(text))]
     assert citable(text, pieces) == pieces  # cite something rather than nothing
-
-
-def test_several_spans_per_hit_each_reproduce_the_canonical_text_exactly() -> None:
-    parts = [f"Item {i}: the council discussed the parks budget line {i} and moved on to the next one." for i in range(30)]
-    parts[3] = "The Flint Hills foundation gave twenty thousand dollars for a van."
-    parts[25] = "The foundation van serves the summer camp programs of Flint Hills."
-    text = " ".join(parts)
-    units = chunk_units(text, [(0, len(text))], None)
-    assert len(units.pieces) >= 4
-    first = next(i for i, u in enumerate(units.texts) if "Flint Hills foundation" in u)
-    last = next(i for i, u in enumerate(units.texts) if "summer camp" in u)
-    assert last - first >= 2  # not adjacent: only a several-span citation holds both
-    q = np.zeros(16, np.float32)
-    q[0] = 1.0
-    vecs = np.full((len(units.texts), 16), 0.0, np.float32)
-    vecs[:, 1] = 1.0
-    vecs[first] = vecs[last] = q
-    keys = np.array([unit_key(t) for t in units.texts], np.uint64)
-    saved = settings.WIDEN_ANYWHERE, settings.WIDEN_UNITS
-    settings.WIDEN_ANYWHERE, settings.WIDEN_UNITS = True, 1
-    try:
-        (unit, _), = best_units([(text, [(0, len(text))], None, False)], AnalyzedQuery.of("", q),
-                                UnitVectors(_embed), stored=[(keys, vecs)])
-    finally:
-        settings.WIDEN_ANYWHERE, settings.WIDEN_UNITS = saved
-    assert len(unit) == 2
-    cited = [text[s:e] for s, e in unit]
-    assert "Flint Hills foundation" in cited[0] and "summer camp" in cited[1]
-    assert all(text[s:e] == text[s:e].strip() and s < e for s, e in unit)
 
 
 class _OneDocIndex:

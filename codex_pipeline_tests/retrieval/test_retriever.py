@@ -10,7 +10,7 @@ import pytest
 
 from codex_pipeline.core.tokens import count_tokens
 from codex_pipeline.retrieval import Filters, Hit, IndexMissing, Retriever, SearchMode
-from codex_pipeline.retrieval.context import CONTEXT_TOKENS_PER_SIDE
+from codex_pipeline.retrieval.settings import DEFAULT
 from codex_pipeline.warehouse.storage import Warehouse
 
 from .conftest import DAY, Tables
@@ -99,8 +99,8 @@ def test_spans_evidence_and_context_reproduce_the_canonical_text(
             ctx = hit.context
             assert text[ctx.bounds[0]:lo].endswith(ctx.before)
             assert text[hi:ctx.bounds[1]].startswith(ctx.after)
-            assert count_tokens(ctx.before) <= CONTEXT_TOKENS_PER_SIDE
-            assert count_tokens(ctx.after) <= CONTEXT_TOKENS_PER_SIDE
+            assert count_tokens(ctx.before) <= DEFAULT.context_tokens_per_side
+            assert count_tokens(ctx.after) <= DEFAULT.context_tokens_per_side
     assert seen >= 20
 
 
