@@ -15,7 +15,7 @@ from codex_pipeline.defs.resources import (
     CodexDuckDB,
     CodexWarehouse,
     EmbeddingSettings,
-    OpenAIConnectionConfig,
+    OpenAIConnectionSettings,
     PropositionSettings,
 )
 
@@ -127,7 +127,7 @@ def _rows(name: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("resource", [CodexWarehouse, CodexDuckDB, EmbeddingSettings, PropositionSettings,
-                                      OpenAIConnectionConfig])
+                                      OpenAIConnectionSettings])
 def test_every_resource_setting_is_documented_with_its_default(resource: type) -> None:
     rows = _rows(resource.__name__)
     for name, field in resource.model_fields.items():

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from codex_pipeline.cli.errors import CliError
 from codex_pipeline.embeddings import KINDS, Embedder, make_embedder
 from codex_pipeline.settings import CodexSettings, OpenAISettings
-from codex_pipeline.transport import OpenAIConnection, RetryPolicy
+from codex_pipeline.transport import OpenAIConnection, RetrySettings
 
-QUERY_RETRY = RetryPolicy(max_retries=2, backoff_base=0.5, max_delay=4.0, max_retry_after=10.0)
+QUERY_RETRY = RetrySettings(max_retries=2, backoff_base=0.5, max_delay=4.0, max_retry_after=10.0)
 QUERY_TIMEOUT_S = 30.0
 
 

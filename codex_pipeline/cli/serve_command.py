@@ -22,7 +22,7 @@ from codex_pipeline.settings import CodexSettings, EnvName
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from codex_pipeline.serve.config import ServeConfig
+    from codex_pipeline.serve.settings import ServeSettings
 
 API_KEY_ENV = EnvName.SERVE_API_KEY
 WORKER_ENV = EnvName.SERVE_WORKER_SETTINGS
@@ -85,10 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _config(settings: dict[str, Any], codex: CodexSettings) -> ServeConfig:
-    from codex_pipeline.serve.config import ServeConfig
+def _config(settings: dict[str, Any], codex: CodexSettings) -> ServeSettings:
+    from codex_pipeline.serve.settings import ServeSettings
 
-    return ServeConfig(
+    return ServeSettings(
         data_dir=Path(settings["data_dir"]), api_key=_api_key(settings),
         cors_origins=tuple(settings["cors_origins"]), max_query_chars=settings["max_query_chars"],
         max_k=settings["max_k"], max_body_bytes=settings["max_body_bytes"],

@@ -12,38 +12,38 @@ import dagster as dg
 import duckdb
 
 from codex_pipeline.settings import CodexSettings, OpenAISettings
-from codex_pipeline.transport import OpenAIConnection, RetryPolicy
+from codex_pipeline.transport import OpenAIConnection, RetrySettings
 from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.step_settings import CheckpointSettings, StepSettings
 from codex_pipeline.warehouse.storage import Warehouse
-from codex_pipeline.warehouse.tuning import CheckpointPolicy, Tuning
 
 
 class CodexWarehouse(dg.ConfigurableResource):
     """The data directory: landing files, partitioned Parquet and the DuckDB catalog.
 
     Empty ``data_dir`` means ``data/`` in the checkout. The warehouse carries the
-    deployment's tuning (redirect threads, embedding checkpoints, landing links) to the
+    deployment's step settings (redirect threads, embedding checkpoints, landing links) to the
     steps it is given to.
     """
 
     data_dir: str | None = None
     redirect_threads: int | None = None
-    checkpoint_inputs: int = CheckpointPolicy().every_inputs
-    checkpoint_seconds: float = CheckpointPolicy().every_seconds
+    checkpoint_inputs: int = CheckpointSettings().every_inputs
+    checkpoint_seconds: float = CheckpointSettings().every_seconds
     follow_landing_links: bool = False
 
     @classmethod
     def from_settings(cls, settings: CodexSettings) -> "CodexWarehouse":
-        """The data directory and tuning of ``settings``."""
-        t = settings.tuning
+        """The data directory and step settings of ``settings``."""
+        t = settings.steps
         return cls(data_dir=str(settings.data_dir) if settings.data_dir else None, redirect_threads=t.redirect_threads,
                    checkpoint_inputs=t.checkpoint.every_inputs, checkpoint_seconds=t.checkpoint.every_seconds,
                    follow_landing_links=t.follow_landing_links)
 
     def get(self) -> Warehouse:
-        """The warehouse, with this resource's tuning."""
-        checkpoint = CheckpointPolicy(self.checkpoint_inputs, self.checkpoint_seconds)
-        return Warehouse(self.data_dir, Tuning(self.redirect_threads, checkpoint, self.follow_landing_links))
+        """The warehouse, with this resource's step settings."""
+        checkpoint = CheckpointSettings(self.checkpoint_inputs, self.checkpoint_seconds)
+        return Warehouse(self.data_dir, StepSettings(self.redirect_threads, checkpoint, self.follow_landing_links))
 
 
 class CodexDuckDB(dg.ConfigurableResource):
@@ -63,7 +63,7 @@ class CodexDuckDB(dg.ConfigurableResource):
         return connect_catalog(Warehouse(self.data_dir), read_only=True)
 
 
-class OpenAIConnectionConfig(dg.Config):
+class OpenAIConnectionSettings(dg.Config):
     """How an OpenAI-compatible server is reached; one shape for embeddings and propositions.
 
     The key comes only from ``OPENAI_API_KEY`` in the environment of the process that
@@ -90,7 +90,7 @@ class OpenAIConnectionConfig(dg.Config):
             base_url=self.base_url or reached.base_url,
             timeout=self.timeout_s,
             max_concurrency=self.max_concurrency,
-            retry=RetryPolicy(
+            retry=RetrySettings(
                 max_retries=self.max_retries,
                 backoff_base=self.backoff_base_s,
                 max_delay=self.max_backoff_s,
@@ -116,7 +116,7 @@ class EmbeddingSettings(dg.ConfigurableResource):
     openai_model: str = "text-embedding-3-large"
     openai_dimensions: int = 1536
     openai_max_batch_inputs: int = 2048
-    openai: OpenAIConnectionConfig = OpenAIConnectionConfig()
+    openai: OpenAIConnectionSettings = OpenAIConnectionSettings()
 
     @classmethod
     def from_settings(cls, settings: CodexSettings, kind: str | None = None) -> "EmbeddingSettings":
@@ -133,9 +133,9 @@ class EmbeddingSettings(dg.ConfigurableResource):
         from codex_pipeline.embeddings import make_embedder
 
         if self.kind == "local":
-            from codex_pipeline.embeddings.runtimes import LocalModelOptions
+            from codex_pipeline.embeddings.runtimes import LocalModelSettings
 
-            options = LocalModelOptions(self.local_runtime, self.local_precision, self.local_threads or None)
+            options = LocalModelSettings(self.local_runtime, self.local_precision, self.local_threads or None)
             return make_embedder("local", batch_size=self.local_batch_size, options=options)
         return make_embedder(
             self.kind,
@@ -159,7 +159,7 @@ class PropositionSettings(dg.ConfigurableResource):
     kind: str = "offline"
     openai_model: str = "gpt-4o-mini"
     openai_max_batch_chunks: int = 8
-    openai: OpenAIConnectionConfig = OpenAIConnectionConfig(timeout_s=120.0)
+    openai: OpenAIConnectionSettings = OpenAIConnectionSettings(timeout_s=120.0)
     prices: dict[str, dict[str, float]] = {}
     max_usd_per_run: float | None = 5.0
     max_usd_per_partition: float | None = 1.0

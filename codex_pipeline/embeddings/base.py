@@ -21,7 +21,7 @@ from codex_pipeline.transport.errors import UnusableResponse
 #: the batch's texts in the list given to ``embed`` and their vectors ([k, d]).
 #: Used to persist completed work before a later batch fails or the process is
 #: killed; call it as often as batches finish, since the caller checkpoints by time
-#: only between calls (``reuse.CheckpointPolicy``).
+#: only between calls (``reuse.CheckpointSettings``).
 BatchCallback = Callable[[np.ndarray, np.ndarray], None]
 
 

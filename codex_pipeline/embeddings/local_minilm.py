@@ -41,7 +41,7 @@ from codex_pipeline.embeddings.minilm_weights import (
     verify_weights,
 )
 from codex_pipeline.embeddings.runtimes import (
-    LocalModelOptions,
+    LocalModelSettings,
     OpenVinoRuntime,
     Runtime,
     TorchRuntime,
@@ -81,7 +81,7 @@ def _load_tokenizer(model_dir: Path) -> Any:
     return tok
 
 
-def _load(model_dir: Path, digest: str, options: LocalModelOptions, device: str, cache_dir: Path | None) -> _LoadedModel:
+def _load(model_dir: Path, digest: str, options: LocalModelSettings, device: str, cache_dir: Path | None) -> _LoadedModel:
     """The tokenizer and the runtime, built once per process and settings."""
     runtime_name = chosen_runtime(options, device)
     key = (str(model_dir.resolve()), digest, runtime_name, options.precision, options.thread_count, device, cache_dir)
@@ -145,7 +145,7 @@ class LocalMiniLMEmbedder:
         window_overlap: int = DEFAULT_OVERLAP,
         block_size: int = 4096,
         device: str = "auto",
-        options: LocalModelOptions | None = None,
+        options: LocalModelSettings | None = None,
         cache_dir: str | Path | None = None,
     ) -> None:
         if batch_size < 1 or block_size < 1:
@@ -158,7 +158,7 @@ class LocalMiniLMEmbedder:
         self.window_overlap = window_overlap
         self.block_size = block_size
         self.device = default_device() if device == "auto" else device
-        self.options = options or LocalModelOptions()
+        self.options = options or LocalModelSettings()
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.weights_sha256 = verify_weights(self.model_dir, self.expected_sha256)  # fail fast
         self.model = MODEL_ID
@@ -211,7 +211,7 @@ class LocalMiniLMEmbedder:
         Texts are tokenized ``block_size`` at a time. Within a block, the batches run
         in length order, so a call's positions are not contiguous; a long text is
         reported once its last window is done. Frequent calls are what lets the
-        caller checkpoint by time (:class:`~codex_pipeline.embeddings.reuse.CheckpointPolicy`).
+        caller checkpoint by time (:class:`~codex_pipeline.embeddings.reuse.CheckpointSettings`).
         """
         texts = list(texts)
         n = len(texts)

@@ -9,7 +9,7 @@ or two chunks with identical text all cost no request.
 Failure midway: every batch the embedder finishes goes to an
 :class:`EmbeddingCheckpoint`, which writes what it holds as a small Parquet file
 (atomically) every ``every_inputs`` vectors or every ``every_seconds``, whichever
-comes first (:class:`CheckpointPolicy`, default 4,096 inputs / 30 s; a deployment
+comes first (:class:`CheckpointSettings`, default 4,096 inputs / 30 s; a deployment
 sets it with ``$CODEX_EMBED_CHECKPOINT_INPUTS`` / ``_SECONDS``, read at the edge), and at
 once when the embedder raises. A run killed outright (``kill -9``, OOM) so loses
 at most about ``every_seconds`` of work; the rerun loads the saved vectors and
@@ -18,7 +18,7 @@ chunk, so nothing is lost or duplicated.
 
 Typical use (what the Dagster asset does)::
 
-    ckpt = EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / "embeddings" / day, wh.tuning.checkpoint)
+    ckpt = EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / "embeddings" / day, wh.steps.checkpoint)
     lookup = VectorLookup.from_files(other_embedding_files, model=e.model, version=e.version,
                                      hashes=input_hashes(chunks))
     out = embed_partition(chunks, e, previous=old_table, lookup=lookup, checkpoint=ckpt)
@@ -44,8 +44,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings.base import Embedder, EmptyInput, InputTooLong
+from codex_pipeline.warehouse.step_settings import CheckpointSettings
 from codex_pipeline.warehouse.storage import write_parquet_atomic
-from codex_pipeline.warehouse.tuning import CheckpointPolicy
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class EmbeddingCheckpoint:
 
     A folder of ``part-*.parquet`` files (checkpoint schema), each written to a temp
     file and renamed, so a crash leaves either a whole file or nothing. :meth:`add`
-    buffers vectors and writes them per ``policy`` (default: :class:`CheckpointPolicy`'s defaults);
+    buffers vectors and writes them per ``policy`` (default: :class:`CheckpointSettings`'s defaults);
     :meth:`flush` writes the rest; :meth:`append` writes at once. Keep it outside the
     warehouse table folders (it is not a partition) and ``clear()`` it once the
     partition's table is written.
@@ -206,12 +206,12 @@ class EmbeddingCheckpoint:
     def __init__(
         self,
         directory: str | Path,
-        policy: CheckpointPolicy | None = None,
+        policy: CheckpointSettings | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.directory = Path(directory)
-        self.policy = policy if policy is not None else CheckpointPolicy()
+        self.policy = policy if policy is not None else CheckpointSettings()
         self._clock = clock
         self._pending: list[tuple[list[str], np.ndarray, str, str, int]] = []
         self._pending_rows = 0

@@ -54,7 +54,7 @@ def cpu_bf16_units(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class LocalModelOptions:
+class LocalModelSettings:
     """How the local model runs: which runtime, which precision, how many threads.
 
     ``threads=None`` uses every core the process may run on; a site that runs one worker
@@ -79,12 +79,12 @@ class LocalModelOptions:
         """``threads``, or every core the process may run on when it is None."""
         return self.threads or available_cpus()
 
-    def for_queries(self) -> LocalModelOptions:
+    def for_queries(self) -> LocalModelSettings:
         """These options for a process that embeds queries: one thread unless ``threads`` says otherwise.
 
         A query is one short text; more threads only add synchronization, which on a loaded
         machine costs more than the query itself."""
-        return self if self.threads else LocalModelOptions(self.runtime, self.precision, 1)
+        return self if self.threads else LocalModelSettings(self.runtime, self.precision, 1)
 
 
 def resolve_precision(asked: str, has_bf16: bool, where: str) -> str:
@@ -204,7 +204,7 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def chosen_runtime(options: LocalModelOptions, device: str) -> str:
+def chosen_runtime(options: LocalModelSettings, device: str) -> str:
     """``openvino`` or ``torch``: ``auto`` is torch only for a CUDA device, else OpenVINO when installed."""
     if options.runtime != "auto":
         return options.runtime

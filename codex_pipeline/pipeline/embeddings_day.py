@@ -67,7 +67,7 @@ class PartitionEmbeddings:
 
 def checkpoint_for(wh: Warehouse, dataset: str, day: dt.date) -> EmbeddingCheckpoint:
     """The day's checkpoint, shared by chunk and unit inputs (it is keyed by the input's hash)."""
-    return EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / EMBEDDINGS_TABLE / day.isoformat(), wh.tuning.checkpoint)
+    return EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / EMBEDDINGS_TABLE / day.isoformat(), wh.steps.checkpoint)
 
 
 def embed_day(wh: Warehouse, dataset: str, day: dt.date, embedder: Embedder) -> PartitionEmbeddings:

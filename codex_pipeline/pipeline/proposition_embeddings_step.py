@@ -65,7 +65,7 @@ def embed_propositions_day(wh: Warehouse, dataset: str, day: dt.date, embedder: 
         [p for d, p in sorted(existing.items()) if d != day],
         model=embedder.model, version=embedder.version, hashes=input_hashes(keyed, "text"),
     )
-    checkpoint = EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / EMBEDDINGS_TABLE / day.isoformat(), wh.tuning.checkpoint)
+    checkpoint = EmbeddingCheckpoint(wh.root / "checkpoints" / dataset / EMBEDDINGS_TABLE / day.isoformat(), wh.steps.checkpoint)
     out = embed_partition(keyed, embedder, previous=previous, lookup=lookup, checkpoint=checkpoint, text_column="text")
     t = out.table.rename_columns(["proposition_id", *out.table.column_names[1:]])
     t = t.append_column(pa.field("doc_id", pa.string(), nullable=False), props.column("doc_id"))

@@ -72,7 +72,7 @@ def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _I
     rejected: list[Reject] = screen_landing(landing)  # links leaving the folder, hidden files, control characters
     ingest = steps.Ingest(spec, day, rejected)
     with (
-        landing_scope(landing, wh.tuning.follow_landing_links),  # what readers may follow links into
+        landing_scope(landing, wh.steps.follow_landing_links),  # what readers may follow links into
         without_tombstones(landing) as folder,  # _deleted.* files are never the reader's input
         wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
     ):

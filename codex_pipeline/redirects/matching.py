@@ -558,7 +558,7 @@ def _empty_matches() -> pa.Table:
 
 
 def default_threads() -> int:
-    """Threads for the word-set step when nobody set them (``Warehouse.tuning.redirect_threads``,
+    """Threads for the word-set step when nobody set them (``Warehouse.steps.redirect_threads``,
     ``$CODEX_REDIRECT_THREADS`` at the edge): the cores this process may run on, at most :data:`_MAX_THREADS`."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(_MAX_THREADS, cores))
@@ -734,7 +734,7 @@ def update_redirects(wh: Warehouse, dataset: str, day: dt.date, table: pa.Table,
         partition_date=day,
         chunking_version=chunking_version,
         previous_redirects=wh.read(dataset, "redirects", day) if stored else None,
-        threads=wh.tuning.redirect_threads,
+        threads=wh.steps.redirect_threads,
     )
     if redirects.num_rows or stored:
         wh.write(redirects, dataset, "redirects", day)

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codex_pipeline.embeddings import Embedder, make_embedder
-from codex_pipeline.embeddings.runtimes import LocalModelOptions
+from codex_pipeline.embeddings.runtimes import LocalModelSettings
 from codex_pipeline.retrieval.corpus import SEARCH_INDEX_DIR
 from codex_pipeline.retrieval.corpus import index_root as index_root  # re-exported: where it used to live
 from codex_pipeline.retrieval.freshness import IndexKeeper
@@ -128,7 +128,7 @@ class Retriever:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             # a search process embeds one short query at a time: one thread (see embeddings.runtimes.query_options)
-            opts = {"options": LocalModelOptions(threads=1)} if self._embedder_kind == "local" else {}
+            opts = {"options": LocalModelSettings(threads=1)} if self._embedder_kind == "local" else {}
             self._embedder = make_embedder(self._embedder_kind, **opts)
         return self._embedder
 

@@ -2,12 +2,12 @@
 
 Imports ``core``, ``warehouse``, ``retrieval`` and ``explore``; only ``cli`` imports it.
 FastAPI and uvicorn come with the ``[serve]`` extra (:mod:`codex_pipeline.serve.app` says
-so in one line when they are missing). :class:`ServeConfig` is everything the process
+so in one line when they are missing). :class:`ServeSettings` is everything the process
 is told; :func:`~codex_pipeline.serve.app.create_app` builds the ASGI app from it.
 """
 
 from __future__ import annotations
 
-from codex_pipeline.serve.config import ServeConfig
+from codex_pipeline.serve.settings import ServeSettings
 
-__all__ = ["ServeConfig"]
+__all__ = ["ServeSettings"]

@@ -28,7 +28,6 @@ except ImportError as exc:  # the [serve] extra is optional
 
 from codex_pipeline.retrieval import IndexMissing, IndexOutdated
 from codex_pipeline.serve import convert, viewer
-from codex_pipeline.serve.config import ServeConfig
 from codex_pipeline.serve.lookup import Catalog, LookupFailed
 from codex_pipeline.serve.models import (
     ChunkListResponse,
@@ -43,6 +42,7 @@ from codex_pipeline.serve.models import (
 )
 from codex_pipeline.serve.pages import landed_pdf, page_png
 from codex_pipeline.serve.search import search
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 
 API_KEY_HEADER = "X-API-Key"
@@ -53,7 +53,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400,
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
 
-def create_app(config: ServeConfig, state: ServeState | None = None) -> FastAPI:
+def create_app(config: ServeSettings, state: ServeState | None = None) -> FastAPI:
     """The app for ``config``; ``state`` (an opened :class:`ServeState`) is made from the config when not given."""
     state = state or ServeState.open(config)
     catalog = Catalog(state.warehouse, state.locate)
@@ -79,7 +79,7 @@ def create_app(config: ServeConfig, state: ServeState | None = None) -> FastAPI:
     viewer.register(app, state, catalog, config)
     return app
 
-def _guard(app: FastAPI, state: ServeState, cfg: ServeConfig) -> None:
+def _guard(app: FastAPI, state: ServeState, cfg: ServeSettings) -> None:
     """Metrics, the API key and the body size limit, for every request."""
 
     @app.middleware("http")
@@ -91,7 +91,7 @@ def _guard(app: FastAPI, state: ServeState, cfg: ServeConfig) -> None:
         state.metrics.observe(template, request.method, response.status_code, time.perf_counter() - t0)
         return response
 
-def _refuse(request: Request, cfg: ServeConfig) -> Response | None:
+def _refuse(request: Request, cfg: ServeSettings) -> Response | None:
     """The 4xx a request gets before any handler: no or a wrong API key, a body too large or of unknown length."""
     if cfg.api_key and request.url.path not in OPEN_PATHS and request.method != "OPTIONS":
         given = request.headers.get(API_KEY_HEADER) or unquote(request.cookies.get(API_KEY_COOKIE) or "")
@@ -132,7 +132,7 @@ def _errors(app: FastAPI) -> None:
     async def index_outdated(_: Request, exc: IndexOutdated) -> JSONResponse:
         return _error(503, " ".join(str(exc).split()))
 
-def _api(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeConfig) -> None:
+def _api(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeSettings) -> None:
     @app.post("/search", response_model=SearchResponse, responses=ERRORS, tags=["search"])
     def post_search(body: SearchRequest) -> SearchResponse:
         """The ``k`` best chunks (or propositions) of the current corpus, each with its exact evidence spans."""

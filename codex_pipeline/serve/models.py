@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from codex_pipeline.serve.config import MAX_K, MAX_QUERY_CHARS
+from codex_pipeline.serve.settings import MAX_K, MAX_QUERY_CHARS
 
 Span = tuple[int, int]
 

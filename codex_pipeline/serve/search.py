@@ -7,14 +7,14 @@ import time
 
 from codex_pipeline.retrieval import Filters, Hit
 from codex_pipeline.serve import convert
-from codex_pipeline.serve.config import ServeConfig
 from codex_pipeline.serve.lookup import LookupFailed
 from codex_pipeline.serve.models import SearchRequest, SearchResponse
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 from codex_pipeline.warehouse.catalog_views import IDENTIFIER
 
 
-def check_limits(cfg: ServeConfig, req: SearchRequest) -> None:
+def check_limits(cfg: ServeSettings, req: SearchRequest) -> None:
     """The server's own limits (``--max-k``, ``--max-query-chars``), tighter than the schema's; 422 naming the field."""
     if len(req.query) > cfg.max_query_chars:
         raise LookupFailed(422, f"query: {len(req.query)} characters, this server takes at most {cfg.max_query_chars}")
@@ -25,7 +25,7 @@ def check_limits(cfg: ServeConfig, req: SearchRequest) -> None:
         raise LookupFailed(422, f"datasets: {bad[0][:80]!r} is not a dataset name (lower-case letters, digits, _)")
 
 
-def search(state: ServeState, req: SearchRequest, cfg: ServeConfig | None = None) -> SearchResponse:
+def search(state: ServeState, req: SearchRequest, cfg: ServeSettings | None = None) -> SearchResponse:
     """``req`` answered by the process's Retriever, within ``cfg``'s limits (default: the state's)."""
     check_limits(cfg or state.config, req)
     filters = Filters.of(req.datasets, req.chunk_types, req.date_from, req.date_to, req.metadata)

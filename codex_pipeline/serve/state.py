@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from codex_pipeline.retrieval import Retriever
 from codex_pipeline.retrieval.freshness import IndexKeeper
 from codex_pipeline.retrieval.retriever import chunked_datasets
-from codex_pipeline.serve.config import ServeConfig
 from codex_pipeline.serve.metrics import Metrics
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.warehouse.storage import Warehouse
 
 _log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ _log = logging.getLogger(__name__)
 class ServeState:
     """What every request shares: the config, the warehouse, the Retriever and its lock, the metrics."""
 
-    config: ServeConfig
+    config: ServeSettings
     warehouse: Warehouse
     retriever: Retriever
     metrics: Metrics = field(default_factory=Metrics)
@@ -44,7 +44,7 @@ class ServeState:
     _thread: threading.Thread | None = None
 
     @classmethod
-    def open(cls, config: ServeConfig) -> ServeState:
+    def open(cls, config: ServeSettings) -> ServeState:
         """Open every live index once (the query model loads on the first vector query, or now if injected)."""
         wh = Warehouse(config.data_dir)
         retriever = Retriever(wh.root, config.datasets or None, embedder=config.embedder,

@@ -20,12 +20,12 @@ from pydantic import ValidationError
 
 from codex_pipeline.explore.navigation import Chunk
 from codex_pipeline.retrieval.context import anchor_spans
-from codex_pipeline.serve.config import ServeConfig
 from codex_pipeline.serve.convert import document_url, page_url
 from codex_pipeline.serve.lookup import Catalog, Document, LookupFailed, anchor_page
 from codex_pipeline.serve.models import ChunkHitOut, PropositionHitOut, SearchRequest
 from codex_pipeline.serve.page import DOCUMENT_SCRIPT, LOGIN_SCRIPT, annotated_text, e, page
 from codex_pipeline.serve.search import search
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 
 _MARKS = re.compile(r"^\d{1,9}-\d{1,9}(,\d{1,9}-\d{1,9}){0,63}$")
@@ -41,7 +41,7 @@ def _error_page(exc: LookupFailed) -> HTMLResponse:
     return _html("Not available", f'<main><div class="err">{e(exc)}</div></main>', status=exc.status)
 
 
-def register(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeConfig) -> None:
+def register(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeSettings) -> None:
     @app.get("/view", response_class=HTMLResponse, include_in_schema=False)
     def view_search(q: str = Query("", max_length=1000), k: int = Query(10, ge=1, le=100),
                     mode: str = Query("hybrid", pattern="^(hybrid|vector|bm25)$"),

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from codex_pipeline.embeddings.runtimes import PRECISIONS, RUNTIMES, LocalModelOptions
+from codex_pipeline.embeddings.runtimes import PRECISIONS, RUNTIMES, LocalModelSettings
 from codex_pipeline.settings.names import EnvName
-from codex_pipeline.warehouse.tuning import CheckpointPolicy, Tuning
+from codex_pipeline.warehouse.step_settings import CheckpointSettings, StepSettings
 
 EMBEDDERS = ("local", "openai")
 EXTRACTORS = ("offline", "openai")
@@ -60,7 +60,7 @@ class CodexSettings:
     ``data_dir`` None is ``data/`` in the checkout; ``mapping_folders`` each add one
     dataset per mapping file; ``partitions_start`` is the first daily partition;
     ``embedder`` / ``local_model`` / ``extractor`` / ``openai`` choose and reach the
-    models; ``executor`` / ``executor_config`` the Dagster executor; ``tuning`` how
+    models; ``executor`` / ``executor_config`` the Dagster executor; ``steps`` how
     steps use the machine; ``dagster_home`` the instance the CLI runs on (None:
     an ephemeral one).
     """
@@ -69,12 +69,12 @@ class CodexSettings:
     mapping_folders: tuple[Path, ...] = ()
     partitions_start: dt.date = DEFAULT_PARTITIONS_START
     embedder: str = "local"
-    local_model: LocalModelOptions = field(default_factory=LocalModelOptions)
+    local_model: LocalModelSettings = field(default_factory=LocalModelSettings)
     extractor: str = "offline"
     openai: OpenAISettings = field(default_factory=OpenAISettings)
     executor: str = "default"
     executor_config: Path | None = None
-    tuning: Tuning = field(default_factory=Tuning)
+    steps: StepSettings = field(default_factory=StepSettings)
     dagster_home: Path | None = None
 
     def __post_init__(self) -> None:
@@ -99,7 +99,7 @@ class CodexSettings:
             partitions_start=text.parsed(EnvName.PARTITIONS_START, parse_iso_day, "a date (expected YYYY-MM-DD)")
             or DEFAULT_PARTITIONS_START,
             embedder=text.word(EnvName.EMBEDDER) or "local",
-            local_model=LocalModelOptions(
+            local_model=LocalModelSettings(
                 runtime=text.choice(EnvName.EMBED_RUNTIME, RUNTIMES) or "auto",
                 precision=text.choice(EnvName.EMBED_PRECISION, PRECISIONS) or "auto",
                 threads=text.count(EnvName.EMBED_THREADS),
@@ -108,7 +108,7 @@ class CodexSettings:
             openai=OpenAISettings.from_env(environ),
             executor=(text.word(EnvName.EXECUTOR) or "default").replace("-", "_"),
             executor_config=text.path(EnvName.EXECUTOR_CONFIG),
-            tuning=Tuning(
+            steps=StepSettings(
                 redirect_threads=text.count(EnvName.REDIRECT_THREADS),
                 checkpoint=_checkpoint(text),
                 follow_landing_links=text.flag(EnvName.FOLLOW_LANDING_LINKS),
@@ -117,11 +117,11 @@ class CodexSettings:
         )
 
 
-def _checkpoint(text: _Reader) -> CheckpointPolicy:
-    default = CheckpointPolicy()
+def _checkpoint(text: _Reader) -> CheckpointSettings:
+    default = CheckpointSettings()
     inputs = text.number(EnvName.CHECKPOINT_INPUTS, int, 1, "a whole number >= 1")
     seconds = text.number(EnvName.CHECKPOINT_SECONDS, float, 0, "a number of seconds >= 0")
-    return CheckpointPolicy(
+    return CheckpointSettings(
         every_inputs=default.every_inputs if inputs is None else int(inputs),
         every_seconds=default.every_seconds if seconds is None else float(seconds),
     )

@@ -24,7 +24,7 @@ class EnvName:
     # Dagster executor
     EXECUTOR = "CODEX_EXECUTOR"
     EXECUTOR_CONFIG = "CODEX_EXECUTOR_CONFIG"
-    # how steps use the machine (warehouse Tuning)
+    # how steps use the machine (warehouse StepSettings)
     REDIRECT_THREADS = "CODEX_REDIRECT_THREADS"
     CHECKPOINT_INPUTS = "CODEX_EMBED_CHECKPOINT_INPUTS"
     CHECKPOINT_SECONDS = "CODEX_EMBED_CHECKPOINT_SECONDS"

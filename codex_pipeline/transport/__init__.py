@@ -7,7 +7,7 @@ tenacity, so it is imported where a request is sent). This package imports
 :class:`OpenAIConnection` built at the edge.
 """
 
-from codex_pipeline.transport.connection import OPENAI_API_URL, OpenAIConnection, RetryPolicy, redact, safe_url
+from codex_pipeline.transport.connection import OPENAI_API_URL, OpenAIConnection, RetrySettings, redact, safe_url
 from codex_pipeline.transport.errors import RequestFailed, UnusableResponse
 
-__all__ = ["OPENAI_API_URL", "OpenAIConnection", "RequestFailed", "RetryPolicy", "UnusableResponse", "redact", "safe_url"]
+__all__ = ["OPENAI_API_URL", "OpenAIConnection", "RequestFailed", "RetrySettings", "UnusableResponse", "redact", "safe_url"]

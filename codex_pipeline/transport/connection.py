@@ -17,7 +17,7 @@ _KEY_SHAPE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}")
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class RetrySettings:
     """How a failing request is retried.
 
     Transient failures (429, 5xx, 408/409, timeouts, connection errors) are retried
@@ -46,7 +46,7 @@ class OpenAIConnection:
 
     ``base_url`` None means the OpenAI API. ``max_concurrency`` bounds the requests
     one embed or extract call keeps in flight; ``retry`` says how a failing request
-    is retried (see :class:`RetryPolicy`).
+    is retried (see :class:`RetrySettings`).
     """
 
     api_key: str = ""
@@ -54,7 +54,7 @@ class OpenAIConnection:
     organization: str | None = None
     timeout: float = 60.0
     max_concurrency: int = 4
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetrySettings = field(default_factory=RetrySettings)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:

@@ -22,7 +22,7 @@ from typing import TypeVar
 import openai
 import tenacity
 
-from codex_pipeline.transport.connection import RetryPolicy
+from codex_pipeline.transport.connection import RetrySettings
 from codex_pipeline.transport.errors import RequestFailed, UnusableResponse
 
 log = logging.getLogger(__name__)
@@ -98,14 +98,14 @@ _HINTS = {401: " (check OPENAI_API_KEY)", 403: " (check OPENAI_API_KEY)", 404: "
 
 
 class Retrier:
-    """Runs one request under a :class:`RetryPolicy`, counting into a :class:`Tally`.
+    """Runs one request under a :class:`RetrySettings`, counting into a :class:`Tally`.
 
     ``redact`` cleans every message that leaves it (log lines and :class:`RequestFailed`).
     """
 
     def __init__(
         self,
-        policy: RetryPolicy,
+        policy: RetrySettings,
         *,
         timeout: float,
         redact: Callable[[str], str] = str,

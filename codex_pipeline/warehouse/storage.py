@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codex_pipeline.warehouse.atomic_files import FILE_MODE, TEMP_SUFFIX, atomic_path, temp_path
-from codex_pipeline.warehouse.tuning import Tuning
+from codex_pipeline.warehouse.step_settings import StepSettings
 
 CATALOG_FILE = "codex_catalog.duckdb"  # not codex.duckdb: that name collides with schema `codex`
 INDEX_DIR = "index"
@@ -45,14 +45,14 @@ def default_data_dir() -> Path:
 class Warehouse:
     """Paths and atomic Parquet I/O under one data directory.
 
-    ``tuning`` is how the steps given this warehouse use the machine (redirect threads,
+    ``steps`` is how the steps given this warehouse use the machine (redirect threads,
     checkpoint frequency): the edge builds it from the environment, everyone else
     takes it from here.
     """
 
-    def __init__(self, data_dir: Path | str | None = None, tuning: Tuning | None = None) -> None:
+    def __init__(self, data_dir: Path | str | None = None, steps: StepSettings | None = None) -> None:
         self.root = Path(data_dir).expanduser().resolve() if data_dir else default_data_dir()
-        self.tuning = tuning or Tuning()
+        self.steps = steps or StepSettings()
 
     @property
     def catalog_path(self) -> Path:

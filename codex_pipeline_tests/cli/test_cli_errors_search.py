@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from codex_pipeline.cli import main
-from codex_pipeline.defs.resources import EmbeddingSettings, OpenAIConnectionConfig
+from codex_pipeline.defs.resources import EmbeddingSettings, OpenAIConnectionSettings
 from codex_pipeline.warehouse import catalog
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import SAMPLE_LANDING, land, materialize_dataset
@@ -93,7 +93,7 @@ def openai_index(wh: Warehouse, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loo
     """``wh`` embedded with text-embedding-3-large through a loopback server (running while the test uses it)."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with LoopbackOpenAI() as server:
-        config = OpenAIConnectionConfig(base_url=server.base_url, timeout_s=5.0, backoff_base_s=0.01, max_backoff_s=0.05)
+        config = OpenAIConnectionSettings(base_url=server.base_url, timeout_s=5.0, backoff_base_s=0.01, max_backoff_s=0.05)
         assert materialize_dataset(wh, "narrative", DAY, embedding=EmbeddingSettings(kind="openai", openai=config)).success
         monkeypatch.setenv("CODEX_EMBEDDER", "openai")
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

@@ -17,7 +17,7 @@ import pytest
 from codex_pipeline.datasets.registry import DatasetSpec, get_dataset
 from codex_pipeline.datasets.sample_data import sample_root
 from codex_pipeline.defs.assets import build_dataset_assets
-from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionConfig
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionSettings
 from codex_pipeline.pipeline.embeddings_day import checkpoint_for
 from codex_pipeline.retrieval.context import anchor_spans
 from codex_pipeline.retrieval.units import chunk_units
@@ -43,7 +43,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenAI]:
 def settings(server: LoopbackOpenAI, max_batch_inputs: int = 2048, **connection: object) -> EmbeddingSettings:
     return EmbeddingSettings(
         kind="openai", openai_dimensions=DIMS, openai_max_batch_inputs=max_batch_inputs,
-        openai=OpenAIConnectionConfig(base_url=server.base_url, backoff_base_s=0.01, max_backoff_s=0.05, timeout_s=5.0,
+        openai=OpenAIConnectionSettings(base_url=server.base_url, backoff_base_s=0.01, max_backoff_s=0.05, timeout_s=5.0,
                                       **connection),
     )
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from codex_pipeline.transport import OpenAIConnection, RetryPolicy
+from codex_pipeline.transport import OpenAIConnection, RetrySettings
 from codex_pipeline_tests.conftest import real_model_fixture
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI
 
@@ -21,7 +21,7 @@ def loopback_connection(server: LoopbackOpenAI, kw: dict) -> OpenAIConnection:
         base_url=server.base_url,
         timeout=kw.pop("timeout", 5.0),
         max_concurrency=kw.pop("max_concurrency", 4),
-        retry=kw.pop("retry", None) or RetryPolicy(backoff_base=0.01, max_delay=0.05),
+        retry=kw.pop("retry", None) or RetrySettings(backoff_base=0.01, max_delay=0.05),
     )
 
 

@@ -27,7 +27,7 @@ def chunks_table(texts: list[str]) -> pa.Table:
 def main(argv: list[str]) -> None:
     ckpt_dir, n, pause_after, marker = argv
     embedder = PausingEmbedder(child_embedder(batch_size=2), int(pause_after), Path(marker))
-    embed_partition(chunks_table(sample_texts(int(n))), embedder, checkpoint=EmbeddingCheckpoint(ckpt_dir, CodexSettings.from_env(os.environ).tuning.checkpoint))
+    embed_partition(chunks_table(sample_texts(int(n))), embedder, checkpoint=EmbeddingCheckpoint(ckpt_dir, CodexSettings.from_env(os.environ).steps.checkpoint))
 
 
 if __name__ == "__main__":

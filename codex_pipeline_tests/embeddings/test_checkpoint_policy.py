@@ -14,7 +14,7 @@ import pytest
 
 from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 from codex_pipeline.embeddings.reuse import (
-    CheckpointPolicy,
+    CheckpointSettings,
     EmbeddingCheckpoint,
     VectorLookup,
     embed_partition,
@@ -37,7 +37,7 @@ class Clock:
 
 def test_writes_after_n_inputs_or_t_seconds_whichever_first(tmp_path: Path) -> None:
     clock = Clock()
-    ckpt = EmbeddingCheckpoint(tmp_path / "ck", CheckpointPolicy(every_inputs=10, every_seconds=30), clock=clock)
+    ckpt = EmbeddingCheckpoint(tmp_path / "ck", CheckpointSettings(every_inputs=10, every_seconds=30), clock=clock)
     rng = np.random.default_rng(0)
     written: list[int] = []
     k = 0
@@ -105,7 +105,7 @@ def _kill_midway(tmp_path: Path, n: int, pause_after: int, seconds: str) -> Embe
         child.kill()
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    return EmbeddingCheckpoint(ckpt_dir, CheckpointPolicy())
+    return EmbeddingCheckpoint(ckpt_dir, CheckpointSettings())
 
 
 @pytest.mark.parametrize(("seconds", "saved"), [("0", 6), ("3600", 0)], ids=["by-time", "count-only"])

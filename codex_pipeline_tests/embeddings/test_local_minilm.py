@@ -27,7 +27,7 @@ from codex_pipeline.embeddings.local_minilm import (
     packaged_model_dir,
     verify_weights,
 )
-from codex_pipeline.embeddings.runtimes import LocalModelOptions
+from codex_pipeline.embeddings.runtimes import LocalModelSettings
 
 #: The real model's weights, vectors and long-input policy: the slow lane.
 pytestmark = pytest.mark.slow
@@ -132,7 +132,7 @@ def test_version_fingerprint() -> None:
 
 def test_vectors_are_384d_normalized_and_match_a_bare_encode(sentence_transformer) -> None:
     """In fp32 the OpenVINO export computes what ``encode`` computes; in bf16 within 1e-4 of cosine."""
-    fp32 = LocalMiniLMEmbedder(options=LocalModelOptions(precision="fp32"))
+    fp32 = LocalMiniLMEmbedder(options=LocalModelSettings(precision="fp32"))
     res = fp32.embed(SHORT_TEXTS)
     assert res.vectors.dtype == np.float32 and res.vectors.shape == (len(SHORT_TEXTS), 384)
     np.testing.assert_allclose(np.linalg.norm(res.vectors, axis=1), 1.0, atol=1e-5)
@@ -147,7 +147,7 @@ def test_vectors_do_not_depend_on_batch_companions(local_embedder: LocalMiniLMEm
     alone = local_embedder.embed([SHORT_TEXTS[0]]).vectors[0]
     mixed = local_embedder.embed([LONG_TEXT, *SHORT_TEXTS]).vectors[1]
     np.testing.assert_allclose(alone, mixed, atol=1e-3)  # bf16: the batch's padded width moves rounding (<5e-4)
-    fp32 = LocalMiniLMEmbedder(options=LocalModelOptions(precision="fp32"))
+    fp32 = LocalMiniLMEmbedder(options=LocalModelSettings(precision="fp32"))
     np.testing.assert_allclose(fp32.embed([SHORT_TEXTS[0]]).vectors[0], fp32.embed([LONG_TEXT, *SHORT_TEXTS]).vectors[1],
                                atol=1e-6)
 

@@ -16,9 +16,9 @@ _CHILD = textwrap.dedent(
     for name in {blocked!r}:
         sys.modules[name] = None
     from codex_pipeline.embeddings import LocalEmbedderMissing, make_embedder
-    from codex_pipeline.embeddings.runtimes import LocalModelOptions
+    from codex_pipeline.embeddings.runtimes import LocalModelSettings
     try:
-        make_embedder("local", options=LocalModelOptions(runtime={runtime!r})).embed(["a permit for a deck"])
+        make_embedder("local", options=LocalModelSettings(runtime={runtime!r})).embed(["a permit for a deck"])
     except LocalEmbedderMissing as exc:
         print(exc)
     """

@@ -19,7 +19,7 @@ from codex_pipeline.embeddings.openai_client import (
     OpenAIEmbedder,
     plan_batches,
 )
-from codex_pipeline.transport import OpenAIConnection, RetryPolicy
+from codex_pipeline.transport import OpenAIConnection, RetrySettings
 from codex_pipeline_tests.embeddings.conftest import SECRET_KEY
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vector_for
 
@@ -177,7 +177,7 @@ def test_retry_after_beyond_the_maximum_fails_at_once(server: LoopbackOpenAI, ma
 # -- faults: retries exhausted ------------------------------------------------------------
 def test_retries_exhausted_raise_a_clear_error(server: LoopbackOpenAI, make_openai) -> None:
     server.fail_always("server_error", status=502)
-    e = make_openai(retry=RetryPolicy(max_retries=2, backoff_base=0.01, max_delay=0.02))
+    e = make_openai(retry=RetrySettings(max_retries=2, backoff_base=0.01, max_delay=0.02))
     with pytest.raises(EmbeddingFailed) as info:
         e.embed(texts_of(4))
     msg = str(info.value)
@@ -195,7 +195,7 @@ def test_unusable_responses_are_retried_a_bounded_number_of_times(
     server: LoopbackOpenAI, make_openai, fault: str, words: str
 ) -> None:
     server.fail_always(fault)
-    e = make_openai(retry=RetryPolicy(max_retries=10, max_invalid_responses=2, backoff_base=0.01, max_delay=0.02))
+    e = make_openai(retry=RetrySettings(max_retries=10, max_invalid_responses=2, backoff_base=0.01, max_delay=0.02))
     with pytest.raises(EmbeddingFailed, match=words) as info:
         e.embed(texts_of(4))
     assert "at most 2 retries for unusable responses" in str(info.value)
@@ -204,7 +204,7 @@ def test_unusable_responses_are_retried_a_bounded_number_of_times(
 
 def test_a_timeout_that_persists_fails(server: LoopbackOpenAI, make_openai) -> None:
     server.fail_always("delay", delay=1.0)
-    e = make_openai(timeout=0.2, retry=RetryPolicy(max_retries=1, backoff_base=0.01, max_delay=0.02))
+    e = make_openai(timeout=0.2, retry=RetrySettings(max_retries=1, backoff_base=0.01, max_delay=0.02))
     with pytest.raises(EmbeddingFailed, match=r"timeout \(no answer within 0.2 s\); gave up after 2 attempts"):
         e.embed(texts_of(2))
 
@@ -235,7 +235,7 @@ def test_finished_batches_are_handed_over_before_the_failure(server: LoopbackOpe
             assert int(i) not in got  # never handed over twice
             got[int(i)] = v
 
-    e = make_openai(max_batch_inputs=10, max_concurrency=1, retry=RetryPolicy(max_retries=1, backoff_base=0.01))
+    e = make_openai(max_batch_inputs=10, max_concurrency=1, retry=RetrySettings(max_retries=1, backoff_base=0.01))
     with pytest.raises(EmbeddingFailed) as info:
         e.embed(texts, on_batch=on_batch)
     assert sorted(got) == list(range(30))
@@ -268,14 +268,14 @@ def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_key_and_url_from_the_environment(server: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     """The resource reads them (the edge), the embedder gets them in its connection."""
-    from codex_pipeline.defs.resources import EmbeddingSettings, OpenAIConnectionConfig
+    from codex_pipeline.defs.resources import EmbeddingSettings, OpenAIConnectionSettings
     from codex_pipeline.settings import CodexSettings
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("CODEX_EMBEDDER", "openai")
     kind = CodexSettings.from_env(os.environ).embedder
-    settings = EmbeddingSettings(kind=kind, openai=OpenAIConnectionConfig(backoff_base_s=0.01))
+    settings = EmbeddingSettings(kind=kind, openai=OpenAIConnectionSettings(backoff_base_s=0.01))
     e = settings.build()
     assert isinstance(e, OpenAIEmbedder)
     res = e.embed(["from the environment"])
@@ -296,7 +296,7 @@ def test_key_never_in_logs_repr_metadata_or_errors(
     e.embed(texts_of(3))
     server.fail_always("server_error")
     with pytest.raises(EmbeddingFailed) as info:
-        make_openai(retry=RetryPolicy(max_retries=1, backoff_base=0.01)).embed(texts_of(2))
+        make_openai(retry=RetrySettings(max_retries=1, backoff_base=0.01)).embed(texts_of(2))
     assert caplog.records, "expected the retries to be logged"
     assert any("retry 1/" in r.getMessage() for r in caplog.records)
     shown = [caplog.text, repr(e), str(e.describe()), str(info.value), *getattr(info.value, "__notes__", [])]

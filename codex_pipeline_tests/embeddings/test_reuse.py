@@ -20,7 +20,7 @@ from codex_pipeline.embeddings import (
     input_hash,
     plan_embeddings,
 )
-from codex_pipeline.transport import RetryPolicy
+from codex_pipeline.transport import RetrySettings
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI, vector_for
 
 T0 = dt.datetime(2026, 11, 24, 6, 0, tzinfo=dt.UTC)
@@ -156,7 +156,7 @@ def test_failure_midway_keeps_finished_batches(server: LoopbackOpenAI, make_open
     texts = sample_texts(95)
     chunks = chunks_table(texts)
     ckpt = EmbeddingCheckpoint(tmp_path / "checkpoints" / "narrative" / "embeddings" / "2026-11-24")
-    flaky = make_openai(max_batch_inputs=10, max_concurrency=1, retry=RetryPolicy(max_retries=2, backoff_base=0.01))
+    flaky = make_openai(max_batch_inputs=10, max_concurrency=1, retry=RetrySettings(max_retries=2, backoff_base=0.01))
     server.push(None, times=4)  # batches 1-4 succeed, then the server breaks for good
     server.fail_always("server_error")
     with pytest.raises(EmbeddingFailed) as info:
@@ -183,7 +183,7 @@ def test_failure_with_parallel_batches_loses_nothing(server: LoopbackOpenAI, mak
     texts = sample_texts(200)
     chunks = chunks_table(texts)
     ckpt = EmbeddingCheckpoint(tmp_path / "ckpt")
-    flaky = make_openai(max_batch_inputs=8, max_concurrency=4, retry=RetryPolicy(max_retries=1, backoff_base=0.01))
+    flaky = make_openai(max_batch_inputs=8, max_concurrency=4, retry=RetrySettings(max_retries=1, backoff_base=0.01))
     server.push(None, times=9)
     server.fail_always("rate_limit")
     with pytest.raises(EmbeddingFailed, match="HTTP 429"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from codex_pipeline.embeddings.runtimes import (
-    LocalModelOptions,
+    LocalModelSettings,
     available_cpus,
     chosen_runtime,
     cpu_bf16_units,
@@ -18,14 +18,14 @@ from codex_pipeline.embeddings.runtimes import (
 
 
 def test_defaults_follow_the_machine() -> None:
-    options = LocalModelOptions()
+    options = LocalModelSettings()
     assert (options.runtime, options.precision, options.threads) == ("auto", "auto", None)
     assert options.thread_count == available_cpus() >= 1
 
 
 def test_queries_run_on_one_thread_unless_told() -> None:
-    assert LocalModelOptions().for_queries().threads == 1
-    assert LocalModelOptions(threads=2).for_queries().threads == 2
+    assert LocalModelSettings().for_queries().threads == 1
+    assert LocalModelSettings(threads=2).for_queries().threads == 2
 
 
 def test_precision_follows_the_hardware_and_a_forced_bf16_needs_it() -> None:
@@ -56,12 +56,12 @@ def test_a_gpu_is_used_only_with_its_driver_and_torch(tmp_path: Path) -> None:
     driver.write_text("NVRM version: 550\n")
     has_torch = importlib.util.find_spec("torch") is not None
     assert default_device(driver) == ("cuda" if has_torch else "cpu")
-    assert chosen_runtime(LocalModelOptions(), "cuda") == ("torch" if has_torch else "openvino")
+    assert chosen_runtime(LocalModelSettings(), "cuda") == ("torch" if has_torch else "openvino")
 
 
 def test_auto_runtime_is_openvino_on_a_cpu() -> None:
-    assert chosen_runtime(LocalModelOptions(), "cpu") == "openvino"
-    assert chosen_runtime(LocalModelOptions(runtime="torch"), "cpu") == "torch"
+    assert chosen_runtime(LocalModelSettings(), "cpu") == "openvino"
+    assert chosen_runtime(LocalModelSettings(runtime="torch"), "cpu") == "torch"
 
 
 @pytest.mark.slow
@@ -75,8 +75,8 @@ def test_bf16_and_fp32_rank_neighbours_alike() -> None:
     texts = [f"{topic} item {i}: the council discussed {topic} near {street} and voted {i % 4 + 2} to 1."
              for i, (topic, street) in enumerate((t, s) for t in ("budget", "zoning", "library", "transit", "parks")
                                                  for s in ("Main Street", "Poyntz Avenue", "the river", "Elm Road"))]
-    fp32 = LocalMiniLMEmbedder(options=LocalModelOptions(precision="fp32")).embed(texts).vectors
-    bf16_embedder = LocalMiniLMEmbedder(options=LocalModelOptions(precision="bf16"))
+    fp32 = LocalMiniLMEmbedder(options=LocalModelSettings(precision="fp32")).embed(texts).vectors
+    bf16_embedder = LocalMiniLMEmbedder(options=LocalModelSettings(precision="bf16"))
     bf16 = bf16_embedder.embed(texts).vectors
     assert bf16_embedder.describe()["precision"] == "bf16"
     cosine = (fp32 * bf16).sum(axis=1)
@@ -90,7 +90,7 @@ def test_bf16_and_fp32_rank_neighbours_alike() -> None:
 def test_threads_and_runtime_are_described() -> None:
     from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 
-    e = LocalMiniLMEmbedder(options=LocalModelOptions(threads=1, precision="fp32"))
+    e = LocalMiniLMEmbedder(options=LocalModelSettings(threads=1, precision="fp32"))
     e.embed(["one query"])
     how = e.describe()
     assert (how["runtime"], how["threads"], how["precision"]) == ("openvino", 1, "fp32")
@@ -103,8 +103,8 @@ def test_torch_runtime_agrees_with_openvino() -> None:
     from codex_pipeline.embeddings.local_minilm import LocalMiniLMEmbedder
 
     texts = ["The city commission approved the budget.", "Permit 2024-117: new deck and fireplace.", ""]
-    ov = LocalMiniLMEmbedder(options=LocalModelOptions("openvino", "fp32")).embed(texts).vectors
-    pt_embedder = LocalMiniLMEmbedder(options=LocalModelOptions("torch", "fp32"))
+    ov = LocalMiniLMEmbedder(options=LocalModelSettings("openvino", "fp32")).embed(texts).vectors
+    pt_embedder = LocalMiniLMEmbedder(options=LocalModelSettings("torch", "fp32"))
     pt = pt_embedder.embed(texts).vectors
     assert pt_embedder.describe()["runtime"] == "torch"
     np.testing.assert_allclose(ov, pt, atol=2e-6)

@@ -30,7 +30,7 @@ def make_chat(chat_server: LoopbackOpenAI):
     """The real OpenAIChatExtractor against the loopback server, with fast backoff
     (``timeout``, ``max_concurrency`` and ``retry`` go into its connection)."""
     from codex_pipeline.propositions.openai_chat import OpenAIChatExtractor
-    from codex_pipeline.transport import OpenAIConnection, RetryPolicy
+    from codex_pipeline.transport import OpenAIConnection, RetrySettings
 
     made = []
 
@@ -38,7 +38,7 @@ def make_chat(chat_server: LoopbackOpenAI):
         kw.setdefault("seed", 0)
         connection = OpenAIConnection(
             KEY, chat_server.base_url, timeout=kw.pop("timeout", 5.0), max_concurrency=kw.pop("max_concurrency", 4),
-            retry=kw.pop("retry", None) or RetryPolicy(backoff_base=0.01, max_delay=0.05),
+            retry=kw.pop("retry", None) or RetrySettings(backoff_base=0.01, max_delay=0.05),
         )
         e = OpenAIChatExtractor(connection=connection, **kw)
         made.append(e)

@@ -7,7 +7,7 @@ import pytest
 from codex_pipeline.propositions.base import ChunkInput
 from codex_pipeline.propositions.cost import Budget, CostMeter, Price
 from codex_pipeline.propositions.openai_chat import PROMPT_VERSION
-from codex_pipeline.transport import OpenAIConnection, RetryPolicy
+from codex_pipeline.transport import OpenAIConnection, RetrySettings
 from codex_pipeline_tests.loopback_chat import INVENTED, REFUSAL, propositions_for
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI
 
@@ -89,7 +89,7 @@ def test_unusable_answers_are_retried_then_rejected(make_chat, chat_server: Loop
 
 def test_exhausted_retries_reject_and_do_not_raise(make_chat, chat_server: LoopbackOpenAI) -> None:
     chat_server.fail_always("server_error", status=500)
-    res = make_chat(retry=RetryPolicy(max_retries=2, backoff_base=0.01, max_delay=0.02)).extract(chunks(TEXTS[:1]))
+    res = make_chat(retry=RetrySettings(max_retries=2, backoff_base=0.01, max_delay=0.02)).extract(chunks(TEXTS[:1]))
     assert "HTTP 500; gave up after 3 attempts (a rerun tries again)" in (res.extractions[0].reject or "")
     assert res.stats.requests == 3 and res.stats.retries == 2
 

@@ -18,7 +18,7 @@ import pytest
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.proposition_assets import CONTRACT_CHECK, PropositionSettings, build_proposition_assets
-from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionConfig
+from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings, OpenAIConnectionSettings
 from codex_pipeline.propositions.base import ChunkInput, Extraction, ExtractResult, ExtractStats, Statement
 from codex_pipeline.propositions.table import QUARANTINE_TABLE, TABLE
 from codex_pipeline.warehouse.catalog import connect_catalog
@@ -62,8 +62,8 @@ def _meta(result: dg.ExecuteInProcessResult, table: str = TABLE) -> dict[str, ob
     return {k: v.value for k, v in mat.metadata.items()}
 
 
-def _loopback(server: LoopbackOpenAI, **kw: object) -> OpenAIConnectionConfig:
-    return OpenAIConnectionConfig(base_url=server.base_url, backoff_base_s=0.01, max_backoff_s=0.05, timeout_s=5.0, **kw)
+def _loopback(server: LoopbackOpenAI, **kw: object) -> OpenAIConnectionSettings:
+    return OpenAIConnectionSettings(base_url=server.base_url, backoff_base_s=0.01, max_backoff_s=0.05, timeout_s=5.0, **kw)
 
 
 def _openai(server: LoopbackOpenAI, max_concurrency: int = 4, **kw: object) -> PropositionSettings:

@@ -30,7 +30,7 @@ from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.serve.app import create_app
-from codex_pipeline.serve.config import ServeConfig
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.fakes import FakeEmbedder, FakeEmbedding
@@ -110,7 +110,7 @@ def page():  # type: ignore[no-untyped-def]
 class Server:
     url: str
     state: ServeState
-    config: ServeConfig
+    config: ServeSettings
 
     def client(self, **kwargs: object) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30, **kwargs)  # type: ignore[arg-type]
@@ -124,10 +124,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="package")
 def state(data_dir: Warehouse) -> ServeState:
-    return ServeState.open(ServeConfig(data_dir=data_dir.root, embedder=FakeEmbedder(), refresh_interval_s=0.2))
+    return ServeState.open(ServeSettings(data_dir=data_dir.root, embedder=FakeEmbedder(), refresh_interval_s=0.2))
 
 
-def start(config: ServeConfig, state: ServeState) -> Iterator[Server]:
+def start(config: ServeSettings, state: ServeState) -> Iterator[Server]:
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(config, state), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -10,8 +10,8 @@ from urllib.parse import quote, urlparse
 
 import duckdb
 
-from codex_pipeline.serve.config import ServeConfig
 from codex_pipeline.serve.lookup import Catalog
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 from codex_pipeline_tests.fakes import FakeEmbedder
 from codex_pipeline_tests.serve.conftest import GUIDE, NOTE, OLD_BETA, Server, start
@@ -215,7 +215,7 @@ def test_filters_and_units(server: Server) -> None:
 
 
 def test_an_empty_data_dir_is_alive_but_not_ready(tmp_path: Path) -> None:
-    state = ServeState.open(ServeConfig(data_dir=tmp_path / "empty", embedder=FakeEmbedder(), refresh_interval_s=0))
+    state = ServeState.open(ServeSettings(data_dir=tmp_path / "empty", embedder=FakeEmbedder(), refresh_interval_s=0))
     for server in start(state.config, state):
         with server.client() as c:
             assert c.get("/health").status_code == 200

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from PIL import Image
 
-from codex_pipeline.serve.config import ServeConfig
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.fakes import FakeEmbedder
@@ -27,7 +27,7 @@ def pdf_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     wh = Warehouse(tmp_path_factory.mktemp("serve-pdf") / "data")
     shutil.copytree(SAMPLE / "documents" / DAY.isoformat(), wh.landing_dir("documents", DAY))
     materialize_with_index(wh, "documents", DAY)
-    state = ServeState.open(ServeConfig(data_dir=wh.root, embedder=FakeEmbedder(), refresh_interval_s=0))
+    state = ServeState.open(ServeSettings(data_dir=wh.root, embedder=FakeEmbedder(), refresh_interval_s=0))
     yield from start(state.config, state)
 
 

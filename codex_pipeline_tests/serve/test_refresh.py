@@ -16,7 +16,7 @@ from codex_pipeline.defs.resources import CodexWarehouse
 from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.retrieval import index_root
 from codex_pipeline.retrieval.index_format import CURRENT_FILE
-from codex_pipeline.serve.config import ServeConfig
+from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.fakes import FakeEmbedder, FakeEmbedding
@@ -48,7 +48,7 @@ def _hits(c: httpx.Client, word: str) -> list[str]:
 def test_a_new_version_is_served_without_a_restart(tmp_path: Path) -> None:
     wh = Warehouse(tmp_path / "data")
     _land_and_materialize(wh, D1, "wombat.txt", WOMBAT)
-    state = ServeState.open(ServeConfig(data_dir=wh.root, embedder=FakeEmbedder(), refresh_interval_s=0))
+    state = ServeState.open(ServeSettings(data_dir=wh.root, embedder=FakeEmbedder(), refresh_interval_s=0))
     for server in start(state.config, state):
         with server.client() as c:
             assert _hits(c, "wombat") and not _hits(c, "quokka")
@@ -66,7 +66,7 @@ def test_a_new_version_is_served_without_a_restart(tmp_path: Path) -> None:
 def test_rebuild_builds_in_the_background(tmp_path: Path) -> None:
     wh = Warehouse(tmp_path / "data")
     _land_and_materialize(wh, D1, "wombat.txt", WOMBAT)
-    state = ServeState.open(ServeConfig(data_dir=wh.root, embedder=FakeEmbedder(), refresh_interval_s=0.2,
+    state = ServeState.open(ServeSettings(data_dir=wh.root, embedder=FakeEmbedder(), refresh_interval_s=0.2,
                                         rebuild=True))
     for server in start(state.config, state):
         with server.client() as c:

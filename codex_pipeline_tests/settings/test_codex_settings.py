@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline.embeddings.runtimes import LocalModelOptions
+from codex_pipeline.embeddings.runtimes import LocalModelSettings
 from codex_pipeline.settings import CodexSettings, EnvName, OpenAISettings, SettingsError
-from codex_pipeline.warehouse.tuning import CheckpointPolicy, Tuning
+from codex_pipeline.warehouse.step_settings import CheckpointSettings, StepSettings
 
 
 def test_an_empty_environment_is_the_defaults() -> None:
@@ -19,7 +19,7 @@ def test_an_empty_environment_is_the_defaults() -> None:
     s = CodexSettings()
     assert (s.data_dir, s.mapping_folders, s.partitions_start) == (None, (), dt.date(2026, 11, 1))
     assert (s.embedder, s.extractor, s.executor) == ("local", "offline", "default")
-    assert s.tuning == Tuning() and s.local_model == LocalModelOptions() and s.openai == OpenAISettings()
+    assert s.steps == StepSettings() and s.local_model == LocalModelSettings() and s.openai == OpenAISettings()
 
 
 def test_every_variable_sets_its_field() -> None:
@@ -36,10 +36,10 @@ def test_every_variable_sets_its_field() -> None:
     assert s.data_dir == Path("/srv/codex") and s.mapping_folders == (Path("/a"), Path("/b"))
     assert s.partitions_start == dt.date(2025, 6, 15) and s.dagster_home == Path("/srv/dagster")
     assert (s.embedder, s.extractor, s.executor) == ("openai", "openai", "in_process")
-    assert s.local_model == LocalModelOptions("openvino", "fp32", 3)
+    assert s.local_model == LocalModelSettings("openvino", "fp32", 3)
     assert s.openai == OpenAISettings("sk-test", "http://127.0.0.1:9/v1")
     assert s.executor_config == Path("deploy/celery.yaml")
-    assert s.tuning == Tuning(2, CheckpointPolicy(64, 0.5), True)
+    assert s.steps == StepSettings(2, CheckpointSettings(64, 0.5), True)
 
 
 def test_the_key_stays_out_of_repr() -> None:

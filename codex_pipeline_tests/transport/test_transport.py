@@ -12,14 +12,14 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from codex_pipeline.transport import OpenAIConnection, RequestFailed, RetryPolicy, UnusableResponse, redact
+from codex_pipeline.transport import OpenAIConnection, RequestFailed, RetrySettings, UnusableResponse, redact
 from codex_pipeline.transport.client import OpenAITransport
 from codex_pipeline.transport.retry import Tally, retry_after_seconds
 from codex_pipeline_tests.loopback_chat import propositions_for
 from codex_pipeline_tests.loopback_openai import LoopbackOpenAI
 
 KEY = "sk-codex-transport-Secr3tKey-9xQ"
-FAST = RetryPolicy(max_retries=3, backoff_base=0.01, max_delay=0.02)
+FAST = RetrySettings(max_retries=3, backoff_base=0.01, max_delay=0.02)
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def server() -> Iterator[LoopbackOpenAI]:
         yield srv
 
 
-def transport(server: LoopbackOpenAI, key: str = KEY, timeout: float = 5.0, retry: RetryPolicy = FAST) -> OpenAITransport:
+def transport(server: LoopbackOpenAI, key: str = KEY, timeout: float = 5.0, retry: RetrySettings = FAST) -> OpenAITransport:
     return OpenAITransport(OpenAIConnection(key, server.base_url, timeout=timeout, retry=retry), seed=0)
 
 
@@ -96,7 +96,7 @@ def test_timeouts_and_dropped_connections_are_retried(server: LoopbackOpenAI) ->
 def test_a_timeout_that_persists_says_so(server: LoopbackOpenAI) -> None:
     server.fail_always("delay", delay=1.0)
     with pytest.raises(RequestFailed, match=r"^timeout \(no answer within 0.2 s\); gave up after 2 attempts$"):
-        send(transport(server, timeout=0.2, retry=RetryPolicy(max_retries=1, backoff_base=0.01)))
+        send(transport(server, timeout=0.2, retry=RetrySettings(max_retries=1, backoff_base=0.01)))
 
 
 def test_a_wrong_key_is_not_retried_and_not_shown(server: LoopbackOpenAI) -> None:
@@ -121,7 +121,7 @@ def test_unusable_answers_are_retried_a_bounded_number_of_times(server: Loopback
         raise UnusableResponse("malformed JSON (truncated)")
 
     with pytest.raises(RequestFailed) as info:
-        send(transport(server, retry=RetryPolicy(max_retries=10, max_invalid_responses=2, backoff_base=0.01)), unusable)
+        send(transport(server, retry=RetrySettings(max_retries=10, max_invalid_responses=2, backoff_base=0.01)), unusable)
     assert str(info.value) == ("invalid response: malformed JSON (truncated) (after 3 attempts; at most 2 retries "
                                "for unusable responses)")
     assert info.value.kind == "malformed JSON" and server.request_count == 3
@@ -160,7 +160,7 @@ def test_the_key_is_redacted_from_every_log_line_and_error(server: LoopbackOpenA
         embed(client)
         raise UnusableResponse(f"body says: Incorrect API key provided: {KEY}")
 
-    t = transport(server, retry=RetryPolicy(max_retries=3, max_invalid_responses=1, backoff_base=0.01))
+    t = transport(server, retry=RetrySettings(max_retries=3, max_invalid_responses=1, backoff_base=0.01))
     with pytest.raises(RequestFailed) as info:
         send(t, echoes_the_key)
     shown = [str(info.value), caplog.text, repr(t), repr(t.connection), str(t.connection.describe())]

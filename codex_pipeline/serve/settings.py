@@ -13,7 +13,7 @@ REFRESH_INTERVAL_S = 5.0
 
 
 @dataclass(frozen=True)
-class ServeConfig:
+class ServeSettings:
     """Settings of one server process (the CLI reads the environment and flags; nothing here does).
 
     ``api_key``: when set, every endpoint but ``/health`` and ``/ready`` wants it in the

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class CheckpointPolicy:
+class CheckpointSettings:
     """When buffered vectors are written: after ``every_inputs`` of them or ``every_seconds``
     since the last write, whichever comes first.
 
@@ -29,7 +29,7 @@ class CheckpointPolicy:
 
 
 @dataclass(frozen=True)
-class Tuning:
+class StepSettings:
     """``redirect_threads``: threads of the redirect step's word-set batches (None: the cores this
     process may run on, at most four; a site running one worker per core sets 1).
     ``checkpoint``: how often embedding progress is saved.
@@ -37,7 +37,7 @@ class Tuning:
     day folder (off: such a link is a reject, so a landing folder cannot reach the rest of the disk)."""
 
     redirect_threads: int | None = None
-    checkpoint: CheckpointPolicy = field(default_factory=CheckpointPolicy)
+    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
     follow_landing_links: bool = False
 
     def __post_init__(self) -> None:
