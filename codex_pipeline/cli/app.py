@@ -99,6 +99,8 @@ def run_days(days: Sequence[str], settings: CodexSettings, registry: DatasetRegi
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``codex demo``: install the sample landing data, materialize the days (default: every sample day),
+    print chunk counts, rejects and an example query; exit 1 when a run failed, 2 on a bad day."""
     wh = Warehouse(args.data_dir)
     copied = install_sample_landing(wh)
     print(f"data dir: {wh.root} ({len(copied)} sample landing folders installed)")
@@ -144,6 +146,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_materialize(args: argparse.Namespace) -> int:
+    """``codex materialize DAY…``: exit 1 when a day's run failed, 2 on a bad day."""
     try:
         days = check_days(args.days, start=args.settings.partitions_start)
     except DayError as exc:
@@ -210,6 +213,9 @@ def build_parser(settings: CodexSettings | None = None) -> argparse.ArgumentPars
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``codex`` on ``argv`` (default: the process's arguments) and return the exit status: the
+    command's, 2 on bad settings, a usage error or any other error (one line on stderr; the
+    traceback only under ``python -X dev``), 130 when interrupted."""
     try:
         settings = CodexSettings.from_env(os.environ)
     except SettingsError as exc:

@@ -16,6 +16,7 @@ from codex_pipeline.warehouse.storage import Warehouse
 
 
 def add_catalog_command(sub: Any) -> None:
+    """Register ``codex catalog rebuild`` on the CLI's subparsers."""
     c = sub.add_parser("catalog", help="the DuckDB catalog of views (codex_catalog.duckdb)")
     actions = c.add_subparsers(dest="catalog_command", required=True)
     r = actions.add_parser(
@@ -25,6 +26,8 @@ def add_catalog_command(sub: Any) -> None:
 
 
 def cmd_catalog_rebuild(args: argparse.Namespace) -> int:
+    """``codex catalog rebuild``: exit 1 when a view was left out (a file it reads is damaged), 2 when
+    the catalog is locked by another process or cannot be rebuilt."""
     wh = Warehouse(args.data_dir)
     try:
         views, failed = rebuild_catalog(wh)

@@ -34,6 +34,7 @@ _DAMAGE_WORDS = ("magic bytes", "corrupt", "invalid parquet", "thrift", "checksu
 
 
 def catalog_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The names of the catalog's views, schema-qualified and sorted."""
     return [
         f"{SCHEMA}.{r[0]}"
         for r in con.execute(
@@ -77,6 +78,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse without the usage block on a mistake: one line, the mistake and where to look."""
 
     def error(self, message: str) -> NoReturn:
+        """Exit 2 with ``message`` on one line and a pointer to ``--help`` (no usage block)."""
         self.exit(2, f"{self.prog}: error: {_flat(message)} (see `{self.prog} --help`)\n")
 
 

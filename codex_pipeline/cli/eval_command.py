@@ -80,6 +80,8 @@ def add_eval_command(sub: Any, names: DatasetNames) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    """``codex eval``: exit 1 when there is nothing to score or the materialization failed, 2 when the
+    gold file or the corpus cannot be read, or the gold file is invalid."""
     try:
         parts = [CorpusPart.parse(v) for v in args.dataset]
         questions = load_gold(args.gold, args.corpus)

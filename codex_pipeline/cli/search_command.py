@@ -67,6 +67,8 @@ def add_search_command(sub: Any, names: DatasetNames) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    """``codex search`` (``--history``: every landed version of one dataset by cosine): exit 1 under
+    ``--strict`` when a dataset was left out, 2 when a dataset asked for has no usable index."""
     t0 = time.perf_counter()
     wh = Warehouse(args.data_dir)
     args.query = _query(args)

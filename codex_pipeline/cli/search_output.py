@@ -35,11 +35,13 @@ def _print(hits: Sequence[Any], as_json: bool, render: Callable[[int, Any], str]
 
 
 def print_warnings(warnings: Sequence[str]) -> None:
+    """Each warning as a ``codex search: warning:`` line on stderr."""
     for w in warnings:
         print(f"codex search: warning: {w}", file=sys.stderr)
 
 
 def render_hit(i: int, hit: Hit) -> str:
+    """Hit ``i`` (its 1-based rank) as its ``key=value`` line, then its locator, evidence and context."""
     ranks = ",".join(f"{k}:{v}" for k, v in sorted(hit.ranks.items()))
     evidence = "; ".join(f"[{s}:{e}]" for s, e in hit.evidence) or "-"
     ev_text = _flat(" … ".join(hit.evidence_text)) or _flat(hit.text)
@@ -58,6 +60,8 @@ def render_hit(i: int, hit: Hit) -> str:
 
 
 def render_proposition(i: int, h: PropositionHit) -> str:
+    """Proposition hit ``i`` (its 1-based rank) as its ``key=value`` line, then the statement, its spans
+    (``unaligned`` without) and its parent chunk's text."""
     ranks = ",".join(f"{k}:{v}" for k, v in sorted(h.ranks.items())) or "-"
     spans = "; ".join(f"[{s}:{e}]" for s, e in h.spans) or "unaligned"
     return "\n".join([

@@ -55,6 +55,9 @@ def add_serve_command(sub: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """``codex serve``: serve until stopped, then exit 0; with ``--workers`` > 1 uvicorn starts each worker
+    through :func:`worker_app`. Missing FastAPI, or ``--rebuild`` with ``--workers``, is a
+    :class:`CliError`."""
     try:
         import uvicorn
 

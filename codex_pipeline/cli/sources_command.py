@@ -24,7 +24,7 @@ from codex_pipeline.sources.mapping.schema import MappingError
 
 
 def add_sources_command(sub: Any) -> None:
-    """Register ``codex sources {check,init}`` on the CLI's subparsers."""
+    """Register ``codex sources {check,init,page}`` on the CLI's subparsers."""
     p = sub.add_parser("sources", help="try a source mapping on an export before landing it (check, init, page)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     s = p.add_subparsers(dest="sources_command", required=True, metavar="{check,init,page}")
@@ -54,6 +54,8 @@ def _file(path: Path) -> Path:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """``codex sources check``: exit 1 when the file is rejected or no row would land; a bad mapping
+    or a missing file is a :class:`CliError`."""
     try:
         md = load_mapped_dataset(args.mapping)
         report = check_file(md, _file(args.file), max(args.rows, 0))
@@ -68,6 +70,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def print_report(r: CheckReport, max_rejects: int) -> None:
+    """Print ``r``: the file's rejects, the row counts, how the first rows land, and at most
+    ``max_rejects`` rejected rows."""
     print(f"mapping {r.mapping} → dataset {r.dataset} (kind {r.kind}); file {r.file}")
     for why in r.file_rejects:
         print(f"FILE REJECTED: {why}")
@@ -85,6 +89,8 @@ def print_report(r: CheckReport, max_rejects: int) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    """``codex sources init``: the drafted mapping (YAML) on stdout, the rows the reader rejected on
+    stderr; exit 0."""
     text, problems = draft_mapping(_file(args.file), sample=max(args.sample, 1), dataset=args.dataset,
                                     kind=args.kind)
     for p in problems:
@@ -94,6 +100,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
+    """``codex sources page``: the dataset's page (Markdown) on stdout, with the chunker and source
+    versions the code location gives the dataset."""
     from codex_pipeline.datasets.registry import mapped_spec  # the versions the code location gives the dataset
 
     try:

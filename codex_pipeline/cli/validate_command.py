@@ -53,20 +53,27 @@ def add_validate_command(sub: Any, names: DatasetNames) -> None:
 
 @dataclass
 class CitationResult:
+    """What :func:`citation_match` found: ``matched`` of ``references`` gold references covered by the
+    top hit; ``misses`` describes each other one."""
+
     references: int
     matched: int
     misses: list[str]
 
     @property
     def match(self) -> float:
+        """The share of references matched (0.0 when there are none)."""
         return self.matched / self.references if self.references else 0.0
 
     @property
     def passed(self) -> bool:
+        """Whether :attr:`match` reaches :data:`CITATION_TARGET`."""
         return self.match >= CITATION_TARGET
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """``codex validate``: exit 1 when a check fails (the report names it), 2 on bad arguments or
+    when there are no published chunks to validate."""
     wh = Warehouse(args.data_dir)
     try:
         parts = [_part(v, args.names.registry) for v in args.dataset]

@@ -20,6 +20,8 @@ class GoldError(ValueError):
 
 @dataclass(frozen=True)
 class Reference:
+    """Characters ``[start, end)`` of ``source``'s text as :func:`read_source` reads it."""
+
     source: str  # path relative to the corpus folder, with "/" separators
     start: int
     end: int
@@ -27,6 +29,8 @@ class Reference:
 
 @dataclass(frozen=True)
 class Question:
+    """A gold question; ``line``: its 1-based line in the gold file."""
+
     line: int
     question: str
     references: tuple[Reference, ...]

@@ -27,6 +27,7 @@ def merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def size(spans: Sequence[tuple[int, int]]) -> int:
+    """Characters in ``spans``, overlaps counted twice (:func:`merge` first)."""
     return sum(e - s for s, e in spans)
 
 
@@ -46,6 +47,8 @@ def intersection(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> 
 
 @dataclass(frozen=True)
 class Score:
+    """One question's scores as fractions in [0, 1] (see the module docstring); ``hit``: any overlap."""
+
     recall: float
     precision: float
     iou: float
@@ -55,6 +58,8 @@ class Score:
 
 
 def score(retrieved: FileSpans, reference: FileSpans) -> Score:
+    """The scores of ``retrieved`` against ``reference``, each file's spans merged first; 0.0 for a ratio
+    with nothing to divide by."""
     got = {f: merge(s) for f, s in retrieved.items()}
     want = {f: merge(s) for f, s in reference.items()}
     inter = sum(intersection(got.get(f, []), spans) for f, spans in want.items())
@@ -72,6 +77,8 @@ def score(retrieved: FileSpans, reference: FileSpans) -> Score:
 
 @dataclass(frozen=True)
 class Summary:
+    """Means over questions, in percent (``mean_retrieved_chars``: characters)."""
+
     questions: int
     recall: float
     precision: float
@@ -80,6 +87,7 @@ class Summary:
     mean_retrieved_chars: float
 
     def as_dict(self) -> dict[str, float | int]:
+        """JSON-ready: percentages rounded to 2 decimals, characters to 1."""
         return {
             "questions": self.questions,
             "recall": round(self.recall, 2),

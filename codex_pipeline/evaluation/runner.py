@@ -105,6 +105,8 @@ def source_maps(wh: Warehouse, registry: DatasetRegistry, parts: Sequence[Corpus
 
 @dataclass(frozen=True)
 class QuestionResult:
+    """One question's score and the hits it was scored on (``as_dict(details=True)`` shows them)."""
+
     question: Question
     score: Score
     hits: list[dict[str, Any]] = field(default_factory=list)
@@ -112,6 +114,8 @@ class QuestionResult:
 
 @dataclass(frozen=True)
 class Evaluation:
+    """A run's scores: the summary, each question's result, and the ``k``, ``mode`` and ``spans`` it ran with."""
+
     summary: Summary
     results: list[QuestionResult]
     k: int
@@ -127,6 +131,8 @@ class Evaluation:
         return {g: summarize(scores) for g, scores in sorted(groups.items())}
 
     def as_dict(self, details: bool = False, group: Callable[[Question], str] | None = None) -> dict[str, Any]:
+        """JSON-ready: the settings and summary; per source with ``group``; with ``details``, every question's
+        scores (percent) and hits."""
         out: dict[str, Any] = {"k": self.k, "mode": self.mode, "spans": self.spans, **self.summary.as_dict(),
                                "unmapped_retrieved_chars": self.unmapped_chars}
         if group is not None:
@@ -142,6 +148,8 @@ class Evaluation:
 
 
 def hit_spans(hit: Hit | _PropositionUnit, kind: str) -> tuple[tuple[int, int], ...]:
+    """The canonical spans a hit is scored on: with ``kind`` ``evidence`` its evidence (its spans when it
+    has none), else its spans."""
     return tuple(hit.evidence or hit.spans) if kind == "evidence" else tuple(hit.spans)
 
 

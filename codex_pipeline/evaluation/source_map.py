@@ -48,6 +48,7 @@ class SourceMap:
 
     @property
     def coverage(self) -> float:
+        """The share of the canonical text that maps to a file (1.0 for an empty text)."""
         return sum(e - s for s, e, _, _ in self.segments) / self.length if self.length else 1.0
 
     def map(self, spans: Iterable[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:

@@ -160,6 +160,8 @@ def _batch_pairs(table: TermTable) -> Iterator[tuple[np.ndarray, np.ndarray, np.
 
 
 def save(folder: Path, table: TermTable, matrix: sp.csc_matrix) -> None:
+    """Write ``table`` and its BM25 score ``matrix`` into ``folder`` (created if missing) as ``.npy`` arrays
+    and the term list, the files :class:`Bm25` opens."""
     folder.mkdir(parents=True, exist_ok=True)
     arrays = {  # astype without a copy: the matrix is already in these types (a copy was +260 MB at 730k chunks)
         "term_ids": table.term_ids,

@@ -75,6 +75,7 @@ class Views:
     config: Mapping[str, str]
 
     def connect(self) -> duckdb.DuckDBPyConnection:
+        """A new in-memory database holding the views; the caller closes it."""
         con = duckdb.connect(config=dict(self.config))
         con.execute(f"CREATE SCHEMA {SCHEMA}")
         for statement in self.sql:
@@ -82,15 +83,19 @@ class Views:
         return con
 
     def fetchall(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Every row of ``sql`` (``params`` bound), on a database closed afterwards."""
         with self.connect() as con:
             return con.sql(sql, params=params or None).fetchall()
 
     def table(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        """The result of ``sql`` (``params`` bound) as one Arrow table, on a database closed afterwards."""
         with self.connect() as con:
             table: pa.Table = con.sql(sql, params=params or None).to_arrow_table()
             return table
 
     def stream(self, sql: str, params: list[Any] | None = None) -> pa.RecordBatchReader:
+        """The result of ``sql`` in batches of :data:`BATCH_ROWS`, on its own database, closed when the
+        reader is exhausted or the query fails."""
         con = self.connect()
         try:
             reader = con.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
@@ -118,11 +123,13 @@ class WarehouseRows:
     params: list[Any]
 
     def rows(self, columns: Sequence[str]) -> pa.RecordBatchReader:
+        """:meth:`RowSource.rows` of the chunks view, sorted (and ``key`` computed) by DuckDB."""
         order = ", ".join(f"{c}{' DESC' if d == 'descending' else ''}" for c, d in ROW_ORDER)
         return self.views.stream(f"SELECT {', '.join(columns)}, {KEY_SQL} AS key "
                                  f"FROM {SCHEMA}.{self.dataset}_chunks ORDER BY {order}")
 
     def vector_models(self) -> list[tuple[str, str, int]]:
+        """:meth:`RowSource.vector_models` of the embeddings view, of the wanted model only when one was given."""
         if f"{self.dataset}_embeddings" not in self.have:
             return []
         sql = (f"SELECT embedding_model, embedding_version, count(*) FROM {SCHEMA}.{self.dataset}_embeddings"
@@ -130,6 +137,8 @@ class WarehouseRows:
         return [(m, v, n) for m, v, n in self.views.fetchall(sql, self.params)]
 
     def vectors(self, columns: Sequence[str]) -> pa.RecordBatchReader | None:
+        """:meth:`RowSource.vectors` of the embeddings view; a current chunk without a vector of the wanted
+        model takes the one made for the same text on an earlier landing (:func:`_landed_before_sql`)."""
         if f"{self.dataset}_embeddings" not in self.have:
             return None
         cols = ", ".join(columns)
@@ -156,10 +165,14 @@ class WarehouseRows:
 
 @dataclass
 class WarehouseDocuments:
+    """A :class:`DocumentSource` over a dataset's raw view."""
+
     views: Views
     dataset: str
 
     def documents(self) -> pa.RecordBatchReader:
+        """``doc_id``, ``partition_date`` and ``canonical_text`` of every row of the raw view; the build keeps
+        those its rows cite."""
         # no join with the chunks here: the build keeps the (doc_id, partition_date) its rows cite, and the chunks
         # view's joins cost DuckDB more than its memory limit at a year of partitions
         return self.views.stream(f"SELECT doc_id, partition_date, canonical_text FROM {SCHEMA}.{self.dataset}_raw")
@@ -173,6 +186,8 @@ def _no_documents() -> TableDocuments:
 
 @dataclass(frozen=True)
 class CurrentCorpus:
+    """A dataset's current corpus as an index build reads it (:func:`open_current_corpus`)."""
+
     rows: RowSource
     documents: DocumentSource
     propositions: RowSource | None = None  # index rows (retrieval.proposition_rows), None: the dataset has none

@@ -39,6 +39,8 @@ class BatchWriter:
         self._held = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Queue ``batch`` (an empty one is skipped), writing batches of ``batch_rows`` as they fill; the
+        remainder is written on a clean exit of the ``with`` block."""
         if batch.num_rows:
             self._pending.append(batch)
             self._held += batch.num_rows
@@ -81,11 +83,13 @@ class UnitFile:
         self.rows = np.frombuffer(self._map, np.float16, rows * dims, self.offset).reshape(rows, dims)
 
     def write(self, at: np.ndarray, vectors: np.ndarray) -> None:
+        """Store ``vectors`` (cast to f16) at rows ``at``, then drop their pages from this process."""
         self.rows[at] = vectors
         self._map.flush()
         self._map.madvise(mmap.MADV_DONTNEED)  # written back: drop them from this process (the page cache keeps them)
 
     def close(self) -> None:
+        """Unmap and close the file; every write was flushed when it was made."""
         del self.rows
         self._map.close()
         self._fh.close()

@@ -124,15 +124,19 @@ class IndexManifest:
 
     @property
     def current_format(self) -> bool:
+        """Whether this version has the index format and analyzer this code reads (else it is rebuilt)."""
         return self.format_version == FORMAT_VERSION and self.analyzer == analyzer_id()
 
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, as ``manifest.json`` stores it."""
         out = asdict(self)
         out["source"] = dict(self.source)
         return out
 
 
 def analyzer_id() -> str:
+    """The analyzer's identity (its version and stemmer) as each manifest records it: an index analyzed
+    otherwise is out of date (:attr:`IndexManifest.current_format`)."""
     return f"{ANALYZER_VERSION}/{stemming()}"
 
 
@@ -154,6 +158,7 @@ def _live_dir(root: Path) -> Path | None:
 
 
 def set_current(root: Path, name: str) -> None:
+    """Make version folder ``name`` live: ``CURRENT`` is written to a temporary file and renamed over."""
     tmp = root / f".{CURRENT_FILE}.{secrets.token_hex(4)}.tmp"
     tmp.write_text(name + "\n")
     os.replace(tmp, root / CURRENT_FILE)

@@ -65,6 +65,8 @@ class RowSource(Protocol):
 
 
 class DocumentSource(Protocol):
+    """The documents an index build reads, for the canonical text of those its rows cite."""
+
     def documents(self) -> pa.RecordBatchReader:
         """``doc_id``, ``canonical_text`` and (optional) ``partition_date`` of the candidate documents, in any order."""
         ...
@@ -83,21 +85,25 @@ class TableRows:
     unit_vectors: pa.Table | None = None
 
     def rows(self, columns: Sequence[str]) -> pa.RecordBatchReader:
+        """:meth:`RowSource.rows`, sorted here in memory."""
         sort_cols = [c for c, _ in ROW_ORDER if c != "key"]
         table = self.chunks.select(list(dict.fromkeys([*columns, *sort_cols])))
         table = table.append_column("key", pa.array(chunk_keys(table.column("chunk_id")), pa.uint64()))
         return _reader(table.sort_by(list(ROW_ORDER)).select([*columns, "key"]))
 
     def vector_models(self) -> list[tuple[str, str, int]]:
+        """:meth:`RowSource.vector_models`, counted over ``embeddings``."""
         if self.embeddings is None or self.embeddings.num_rows == 0:
             return []
         counts = self.embeddings.group_by(["embedding_model", "embedding_version"]).aggregate([("chunk_id", "count")])
         return [(r["embedding_model"], r["embedding_version"], r["chunk_id_count"]) for r in counts.to_pylist()]
 
     def vectors(self, columns: Sequence[str]) -> pa.RecordBatchReader | None:
+        """``columns`` of ``embeddings``, or None without them."""
         return None if self.embeddings is None else _reader(self.embeddings.select(list(columns)))
 
     def units(self, columns: Sequence[str]) -> pa.RecordBatchReader | None:
+        """``columns`` of ``unit_vectors``, or None without them."""
         return None if self.unit_vectors is None else _reader(self.unit_vectors.select(list(columns)))
 
 
@@ -108,5 +114,6 @@ class TableDocuments:
     table: pa.Table
 
     def documents(self) -> pa.RecordBatchReader:
+        """``doc_id``, ``canonical_text`` and, when the table has it, ``partition_date``."""
         columns = ["doc_id", "partition_date", "canonical_text"]
         return _reader(self.table.select([c for c in columns if c in self.table.column_names]))

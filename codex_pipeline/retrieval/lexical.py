@@ -88,6 +88,7 @@ class QueryTerms:
     identifiers: tuple[tuple[str, tuple[str, ...]], ...]
 
     def resolve(self, vocabulary: Container[str]) -> list[str]:
+        """The terms BM25 sums: the words, and each identifier whole when ``vocabulary`` holds it, else its parts."""
         terms = list(self.words)
         for whole, parts in self.identifiers:
             terms += [whole] if whole in vocabulary else list(parts)
@@ -100,6 +101,8 @@ class QueryTerms:
 
 
 def analyze_query(text: str, stem: bool = True) -> QueryTerms:
+    """The terms of query ``text``: its words outside identifiers, and each identifier with its own words as
+    parts (stopwords dropped, stemmed when ``stem`` and a stemmer is installed)."""
     lowered = text.lower()
     ids = [(m.start(), m.end(), m.group()) for m in IDENTIFIER.finditer(lowered)]
     outside, at = [], 0

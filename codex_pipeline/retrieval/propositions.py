@@ -40,6 +40,7 @@ class PropositionHit:
     ranks: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (dates as ISO strings, spans as lists)."""
         out = asdict(self)
         out["partition_date"] = self.partition_date.isoformat()
         out["spans"] = [list(s) for s in self.spans]

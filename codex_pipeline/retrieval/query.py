@@ -29,6 +29,7 @@ class AnalyzedQuery:
 
     @classmethod
     def of(cls, text: str, vector: np.ndarray | None = None) -> AnalyzedQuery:
+        """Analyse ``text`` once; ``vector``: its embedding (kept as float32), None for a BM25-only search."""
         terms = analyze_query(text)
         return cls(text, terms, None if vector is None else np.asarray(vector, np.float32), frozenset(terms.all))
 
@@ -38,4 +39,5 @@ class AnalyzedQuery:
 
     @property
     def empty(self) -> bool:
+        """Whether the query text is blank."""
         return not self.text.strip()

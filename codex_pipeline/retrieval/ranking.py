@@ -46,6 +46,9 @@ class Source:
 
 @dataclass(frozen=True)
 class Ranked:
+    """A row of one dataset's collection as :func:`rank` returns it; ``score``: the weighted reciprocal-rank
+    sum in hybrid mode, else the one ranking's own score."""
+
     dataset: str
     row: int
     score: float

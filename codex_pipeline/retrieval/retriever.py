@@ -122,10 +122,12 @@ class Retriever:
 
     @property
     def datasets(self) -> list[str]:
+        """The datasets with an open index (those a search covers), sorted."""
         return sorted(self._open)
 
     @property
     def embedder(self) -> Embedder:
+        """The query embedder: the one given, else :func:`make_embedder` of ``embedder_kind``, made on first use."""
         if self._embedder is None:
             # a search process embeds one short query at a time: one thread (see embeddings.runtimes.query_options)
             opts = {"options": LocalModelSettings(threads=1)} if self._embedder_kind == "local" else {}
@@ -133,6 +135,7 @@ class Retriever:
         return self._embedder
 
     def index(self, dataset: str) -> SearchIndex:
+        """The open index of ``dataset`` (KeyError when it has none open)."""
         return self._open[dataset].index
 
     def with_settings(self, settings: RetrievalSettings) -> Retriever:

@@ -186,11 +186,14 @@ class RowTable:
         self._doc_ids = doc_ids
 
     def column(self, name: str) -> _Column:
+        """Column ``name``, read lazily (KeyError when the rows have none)."""
         if name not in self.column_names:
             raise KeyError(name)
         return _Column(self, name)
 
     def value(self, name: str, row: int) -> Any:
+        """Column ``name`` of row ``row`` as a Python value: ``partition_date`` (and ``doc_id``, when the row has a
+        document) from memory, the rest from its record batch."""
         if name == "partition_date":
             return _EPOCH + dt.timedelta(days=int(self.days[row]))
         if name == "doc_id" and self.doc_row[row] >= 0:
@@ -198,10 +201,12 @@ class RowTable:
         return self._batches.value(name, row)
 
     def row(self, i: int) -> dict[str, Any]:
+        """Every column of row ``i``, from its record batch."""
         batch, at = self._batches.batch_of(i)
         return {name: batch.column(name)[at].as_py() for name in self.column_names}
 
     def read_columns(self, names: Iterable[str]) -> pa.Table:
+        """Whole columns ``names``, read from the file batch by batch."""
         return self._batches.read_columns(list(names))
 
 class IndexOutdated(RuntimeError):
@@ -210,6 +215,8 @@ class IndexOutdated(RuntimeError):
 
 @dataclass(frozen=True)
 class Candidate:
+    """A row a ranking found, and its score there (BM25, or cosine similarity)."""
+
     row: int
     score: float
 
@@ -244,11 +251,13 @@ class SearchIndex:
 
     @classmethod
     def open_live(cls, root: Path) -> SearchIndex | None:
+        """The version ``root``'s ``CURRENT`` names, or None when there is no live version."""
         live = _live_dir(root)
         return cls(live) if live else None
 
     @property
     def dataset(self) -> str:
+        """The dataset's name, from the manifest."""
         return self.manifest.dataset
 
     def __len__(self) -> int:
@@ -269,6 +278,7 @@ class SearchIndex:
         return self.bm25 is not None and term in self.bm25.vocab
 
     def row(self, i: int) -> dict[str, Any]:
+        """Every column of row ``i``."""
         return self.rows.row(i)
 
     def stored_units(self, row: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -281,6 +291,7 @@ class SearchIndex:
         return self.unit_keys.rows(start, count), self.units.rows(start, count).astype(np.float32)
 
     def canonical_text(self, doc_row: int) -> str | None:
+        """The canonical text of the document at ``doc_row`` of docs.arrow (a row's ``doc_row``); None for -1."""
         return self.docs.value("canonical_text", doc_row) if doc_row >= 0 else None
 
     # -- filters ----------------------------------------------------------------------

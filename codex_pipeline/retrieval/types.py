@@ -38,6 +38,7 @@ class Context:
 
     @property
     def text(self) -> str:
+        """``before`` and ``after`` with ``[…]`` where the hit goes; empty when there is no context."""
         return f"{self.before}[…]{self.after}" if self.before or self.after else ""
 
 
@@ -137,6 +138,7 @@ class Filters:
 
     @property
     def empty(self) -> bool:
+        """Whether no field filters anything."""
         return not (self.datasets or self.chunk_types or self.date_from or self.date_to or self.metadata)
 
 

@@ -189,6 +189,7 @@ class UnitVectors:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def vectors(self, texts: list[str]) -> np.ndarray:
+        """Float32 vectors of ``texts``, in order, embedding only those not cached; ``(0, 0)`` for none."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             for t, v in zip(missing, self.embed(missing)):

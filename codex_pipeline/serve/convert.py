@@ -35,6 +35,8 @@ def document_url(doc_id: str, dataset: str, chunk: str | None = None, marks: lis
 
 
 def chunk_hit(hit: Hit, page: int | None) -> ChunkHitOut:
+    """A chunk hit as the API returns it; ``page``: the PDF page of its anchor (None for other files). Its viewer
+    link marks the evidence, or the chunk's spans when it has none."""
     c = hit.context
     return ChunkHitOut(
         dataset=hit.dataset, doc_id=hit.doc_id, chunk_id=hit.chunk_id, chunk_type=hit.chunk_type,
@@ -49,6 +51,7 @@ def chunk_hit(hit: Hit, page: int | None) -> ChunkHitOut:
 
 
 def proposition_hit(hit: PropositionHit) -> PropositionHitOut:
+    """A proposition hit as the API returns it; its viewer link selects the parent chunk and marks the spans."""
     return PropositionHitOut(
         dataset=hit.dataset, proposition_id=hit.proposition_id, text=hit.text, score=hit.score, ranks=dict(hit.ranks),
         doc_id=hit.doc_id, partition_date=hit.partition_date, spans=list(hit.spans),
@@ -59,6 +62,7 @@ def proposition_hit(hit: PropositionHit) -> PropositionHitOut:
 
 
 def chunk_out(chunk: Chunk, dataset: str) -> ChunkOut:
+    """A chunk as the API returns it, found in ``dataset``; metadata that is not a JSON object reads as ``{}``."""
     meta: dict[str, Any]
     try:
         meta = json.loads(chunk.metadata) if chunk.metadata else {}
@@ -75,15 +79,18 @@ def chunk_out(chunk: Chunk, dataset: str) -> ChunkOut:
 
 
 def redirects(found: Located) -> list[RedirectOut]:
+    """The redirect hops followed to reach ``found``, from the requested id on."""
     return [RedirectOut(old_chunk_id=r.old, new_chunk_id=r.new, match=r.match, partition_date=r.partition_date,
                         chunking_version=r.chunking_version) for r in found.redirects]
 
 
 def page_url(doc: Document, number: int) -> str:
+    """The ``GET /page-images`` URL of page ``number`` (1-based) of a PDF document."""
     return "/page-images?" + urlencode({"doc_id": doc.doc_id, "dataset": doc.dataset, "page": number})
 
 
 def document(doc: Document) -> DocumentResponse:
+    """A document as ``GET /documents`` returns it, its PDF pages in page order (none for other files)."""
     return DocumentResponse(
         dataset=doc.dataset, doc_id=doc.doc_id, title=doc.title, partition_date=doc.partition_date,
         landed_on=list(doc.landed_on), deleted=doc.deleted_on is not None, deleted_on=doc.deleted_on,

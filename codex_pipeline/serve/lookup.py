@@ -44,12 +44,14 @@ class LookupFailed(LookupError):
 
 
 def check_chunk_id(chunk_id: str) -> str:
+    """``chunk_id`` unchanged; :class:`LookupFailed` (400) when it is not shaped like a chunk id."""
     if not CHUNK_ID.match(chunk_id):
         raise LookupFailed(400, f"chunk id {chunk_id[:80]!r} is not a chunk id: they look like urn:aprs:chunk:<16 hex>")
     return chunk_id
 
 
 def check_doc_id(doc_id: str) -> str:
+    """``doc_id`` unchanged; :class:`LookupFailed` (400) when empty, too long or holding control characters."""
     if not doc_id or len(doc_id) > MAX_DOC_ID_CHARS or any(ord(c) < 32 for c in doc_id):
         raise LookupFailed(400, f"document id {doc_id[:80]!r} is not a document id: they look like "
                                 f"urn:aprs:<dataset>:<record id>, at most {MAX_DOC_ID_CHARS} printable characters")
@@ -108,6 +110,8 @@ class Catalog:
 
     @contextmanager
     def session(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A sandboxed read-only session on the catalog, closed on exit: an open one keeps the pipeline from
+        rewriting the catalog, so hold it no longer than a lookup."""
         con = open_query_session(self.warehouse)
         try:
             yield con

@@ -29,6 +29,7 @@ class Metrics:
         self._builds: dict[str, tuple[int, float]] = {}
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:
+        """Count one request: ``route`` is the route template (not the raw path), ``seconds`` its latency."""
         with self._lock:
             self._requests[(route, method, status)] += 1
             counts = self._latency.setdefault(route, [0] * len(BUCKETS))
@@ -39,6 +40,7 @@ class Metrics:
             self._latency_count[route] += 1
 
     def observe_build(self, dataset: str, seconds: float) -> None:
+        """Count one background index check (and build) of ``dataset`` that took ``seconds``."""
         with self._lock:
             n, total = self._builds.get(dataset, (0, 0.0))
             self._builds[dataset] = (n + 1, total + seconds)

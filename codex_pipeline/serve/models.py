@@ -31,6 +31,9 @@ class SearchRequest(BaseModel):
 
 
 class ContextOut(BaseModel):
+    """Text around a hit within its parent (or its document): ``before`` ends where the hit's first span starts,
+    ``after`` starts where its last span ends; ``bounds`` is the range they were cut from, ``tokens`` counts both."""
+
     before: str
     after: str
     parent_chunk_id: str | None
@@ -39,6 +42,10 @@ class ContextOut(BaseModel):
 
 
 class ChunkHitOut(BaseModel):
+    """One retrieved chunk. ``spans`` are its ranges in the document's canonical text, ``evidence`` those that
+    answer the query (the spans themselves when they cannot be narrowed exactly); ``ranks`` is its 1-based rank
+    per ranking that found it; ``page`` the PDF page of its anchor (null for other files)."""
+
     dataset: str
     doc_id: str
     chunk_id: str
@@ -60,6 +67,9 @@ class ChunkHitOut(BaseModel):
 
 
 class PropositionHitOut(BaseModel):
+    """One retrieved proposition: ``spans`` / ``evidence_text`` are the canonical-text ranges it rests on (empty
+    when the statement could not be aligned); its parent chunk is its context."""
+
     dataset: str
     proposition_id: str
     text: str
@@ -78,6 +88,8 @@ class PropositionHitOut(BaseModel):
 
 
 class SearchResponse(BaseModel):
+    """The hits, best first (chunks or propositions, as ``units`` says); ``took_ms``: the search's time in ms."""
+
     units: Literal["chunks", "propositions"]
     hits: list[ChunkHitOut] | list[PropositionHitOut]
     warnings: list[str] = Field(description="how the hits were found: e.g. a stale index answered")
@@ -87,6 +99,8 @@ class SearchResponse(BaseModel):
 
 
 class RedirectOut(BaseModel):
+    """One hop of the redirect table: ``old_chunk_id`` now lives at ``new_chunk_id``."""
+
     old_chunk_id: str
     new_chunk_id: str
     match: str
@@ -95,6 +109,8 @@ class RedirectOut(BaseModel):
 
 
 class ChunkOut(BaseModel):
+    """A chunk of the current corpus; ``spans`` are its ranges in its document's canonical text."""
+
     dataset: str
     doc_id: str
     chunk_id: str
@@ -113,6 +129,8 @@ class ChunkOut(BaseModel):
 
 
 class ChunkResponse(BaseModel):
+    """``GET /chunks/{chunk_id}``: the chunk, and the redirects followed to reach it."""
+
     requested_id: str
     redirected: bool = Field(description="true when the requested id vanished and the redirect table was followed")
     redirects: list[RedirectOut]
@@ -120,6 +138,8 @@ class ChunkResponse(BaseModel):
 
 
 class ChunkListResponse(BaseModel):
+    """A chunk's relatives (its parent, or its children in reading order)."""
+
     requested_id: str
     redirected: bool
     of: str = Field(description="the chunk these are the relatives of")
@@ -127,6 +147,8 @@ class ChunkListResponse(BaseModel):
 
 
 class NeighboursResponse(BaseModel):
+    """The chunks just before and after ``of`` in its document's reading order."""
+
     requested_id: str
     redirected: bool
     of: str
@@ -135,6 +157,8 @@ class NeighboursResponse(BaseModel):
 
 
 class PageOut(BaseModel):
+    """A page of a PDF document."""
+
     number: int = Field(description="1-based PDF page number")
     width: float = Field(description="in PDF points")
     height: float
@@ -142,6 +166,8 @@ class PageOut(BaseModel):
 
 
 class DocumentResponse(BaseModel):
+    """``GET /documents/{doc_id}``: a document's text and chunks, every day it landed, its retraction if any."""
+
     dataset: str
     doc_id: str
     title: str | None
@@ -157,10 +183,15 @@ class DocumentResponse(BaseModel):
 
 
 class Health(BaseModel):
+    """``GET /health``: the process answers."""
+
     status: Literal["ok"]
 
 
 class Ready(BaseModel):
+    """``GET /ready``: ``ready`` when an index is loaded and the catalog opens; ``skipped`` names the datasets
+    without a usable index, and why."""
+
     ready: bool
     datasets: list[str]
     skipped: dict[str, str]
@@ -169,5 +200,7 @@ class Ready(BaseModel):
 
 
 class ErrorOut(BaseModel):
+    """The body of an error response: ``status`` repeats the HTTP status."""
+
     error: str = Field(description="one line: what was wrong and how to fix it")
     status: int

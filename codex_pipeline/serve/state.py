@@ -77,6 +77,7 @@ class ServeState:
         return None
 
     def datasets(self) -> list[str]:
+        """The datasets the Retriever has an open index for, sorted."""
         with self.lock:
             return self.retriever.datasets
 
@@ -93,6 +94,7 @@ class ServeState:
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop the background thread, waiting up to 30 s for a round in progress to end."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)

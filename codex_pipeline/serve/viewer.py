@@ -42,6 +42,8 @@ def _error_page(exc: LookupFailed) -> HTMLResponse:
 
 
 def register(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeSettings) -> None:
+    """Add the viewer's HTML routes (``/view``, ``/view/document``, ``/view/chunk/{id}``, ``/view/login``) to ``app``;
+    they stay out of the OpenAPI description."""
     @app.get("/view", response_class=HTMLResponse, include_in_schema=False)
     def view_search(q: str = Query("", max_length=1000), k: int = Query(10, ge=1, le=100),
                     mode: str = Query("hybrid", pattern="^(hybrid|vector|bm25)$"),
