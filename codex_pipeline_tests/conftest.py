@@ -193,7 +193,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Warehouse:
-    """An empty data directory, also exported as CODEX_DATA_DIR for the Dagster layer."""
+    """An empty data directory, also exported as CODEX_DATA_DIR for the commands a test runs (the CLI reads it)."""
     root = tmp_path / "data"
     monkeypatch.setenv("CODEX_DATA_DIR", str(root))
     return Warehouse(root)
@@ -220,16 +220,18 @@ def materialize_dataset(
     """Materialize every asset of one dataset for one day through Dagster (checks included).
 
     Embeds with the fake embedder unless ``embedding`` says otherwise (``EmbeddingSettings()``
-    for the real model)."""
+    for the real model); the warehouse resource carries ``warehouse``'s step settings."""
     from codex_pipeline.datasets.registry import get_dataset
     from codex_pipeline.defs.assets import build_dataset_assets
     from codex_pipeline.defs.resources import CodexWarehouse
+    from codex_pipeline.settings import CodexSettings
     from codex_pipeline_tests.fakes import FakeEmbedding
 
+    resource = CodexWarehouse.from_settings(CodexSettings(data_dir=warehouse.root, steps=warehouse.steps))
     return dg.materialize(
         build_dataset_assets(get_dataset(dataset)),
         partition_key=day,
-        resources={"warehouse": CodexWarehouse(data_dir=str(warehouse.root)), "embedding": embedding or FakeEmbedding()},
+        resources={"warehouse": resource, "embedding": embedding or FakeEmbedding()},
         instance=instance or dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
     )

@@ -18,6 +18,7 @@ import pytest
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.files import landing_entries, read_text
 from codex_pipeline.warehouse.catalog import connect_catalog
+from codex_pipeline.warehouse.step_settings import StepSettings
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import materialize_dataset
 
@@ -92,9 +93,9 @@ def test_every_entry_of_a_hostile_folder_ends_in_raw_or_rejects(warehouse: Wareh
 
 
 def test_links_leaving_the_folder_are_read_only_when_the_setting_says_so(
-    warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    warehouse: Warehouse, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("CODEX_FOLLOW_LANDING_LINKS", "1")
+    warehouse = Warehouse(warehouse.root, StepSettings(follow_landing_links=True))
     day = hostile_folder(warehouse, tmp_path / "outside")
     assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
     raw, rejects, texts = outcome(warehouse)
