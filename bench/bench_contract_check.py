@@ -36,8 +36,19 @@ DAY = dt.date(2026, 11, 24)
 TARGET = 0.25
 
 
+# The held-out folds (corpora/independent/, added 2026-12-03) came after bench/baseline.json was recorded: a
+# regression check needs the input it was recorded on, so the benches' prose leaves them out.
+LATER_FOLDERS = {"independent"}
+
+
+def prose_files(corpus: Path) -> list[Path]:
+    """The ``*.md``, ``*.txt`` and ``*.mbox`` files below ``corpus`` (READMEs and :data:`LATER_FOLDERS` aside)."""
+    return sorted(p for p in corpus.rglob("*") if p.suffix in {".md", ".txt", ".mbox"} and p.name != "README.md"
+                  and not LATER_FOLDERS & set(p.relative_to(corpus).parts))
+
+
 def paragraphs(corpus: Path) -> list[str]:
-    files = sorted(p for p in corpus.rglob("*") if p.suffix in {".md", ".txt", ".mbox"} and p.name != "README.md")
+    files = prose_files(corpus)
     paras: list[str] = []
     for p in files:
         text = p.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")

@@ -96,9 +96,12 @@ def cases() -> list[Case]:
 
 def prose_texts(folders: Sequence[Path]) -> list[tuple[str, str]]:
     """(name, text) of every ``*.md``, ``*.txt`` and ``*.mbox`` below the folders (as bench_fallback)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_contract_check import prose_files
+
     out = []
     for folder in folders:
-        files = sorted(p for p in folder.rglob("*") if p.suffix in {".md", ".txt", ".mbox"} and p.name != "README.md")
+        files = prose_files(folder)
         out += [(p.relative_to(folder).as_posix(), p.read_text(encoding="utf-8", errors="replace")) for p in files]
     return out
 
