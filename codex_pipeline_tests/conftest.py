@@ -14,6 +14,12 @@ checkout, not in the repository) says so with ``@needs_corpus(path, …)``: it i
 when a path is missing it skips, or, under ``CI=true``, fails saying which path is missing
 (:func:`require_corpus`), so CI never passes without having run it.
 
+Token histograms. Every chunks step draws a PNG histogram (matplotlib) for its
+materialization's metadata, a third of the step's time. In the quick lane a step reports it
+as the Markdown table it falls back to without matplotlib (:func:`pytest_runtest_protocol`);
+the PNG itself is tested in ``explore/`` and ``cli/``, a test marked ``png_histogram`` gets
+it from the step too, and so does every slow test.
+
 Embedder. Dagster wiring tests embed with the deterministic
 :class:`~codex_pipeline_tests.fakes.FakeEmbedder` (``materialize_dataset``'s
 default resource, the ``fake_embedding`` / ``fake_code_location`` fixtures); the
@@ -139,6 +145,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
+#: The marker of a quick test whose chunks steps draw the PNG token histogram.
+PNG_HISTOGRAM_MARKER = "png_histogram"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Quick tests (fixtures included) see matplotlib as absent where the histogram Markdown is made."""
+    from codex_pipeline.explore import inspector
+
+    table_only = item.get_closest_marker("slow") is None and item.get_closest_marker(PNG_HISTOGRAM_MARKER) is None
+    with pytest.MonkeyPatch.context() as patch:
+        if table_only:
+            patch.setattr(inspector, "_have_matplotlib", lambda: False)
+        yield
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Without ``CI=true`` a corpus test whose corpus is missing skips before its fixtures run."""
@@ -187,6 +209,8 @@ def pytest_configure(config: pytest.Config) -> None:
     a later test starts (a process pool's exit, which terminates its workers, waited forever)."""
     config.addinivalue_line("markers", f"{CORPUS_MARKER}(*paths): reads these paths of the shared corpora "
                             "(slow; skips without them, fails under CI=true)")
+    config.addinivalue_line("markers", f"{PNG_HISTOGRAM_MARKER}: chunks steps draw the PNG token histogram "
+                            "(quick tests get its Markdown table)")
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

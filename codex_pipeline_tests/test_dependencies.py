@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import subprocess
@@ -145,14 +146,15 @@ def distribution(module: str) -> set[str]:
     return {canonical(d) for d in _DISTRIBUTIONS.get(module, [module])}
 
 
-def package_imports() -> list[Import]:
+@functools.cache  # three tests read them: parse each module once
+def package_imports() -> tuple[Import, ...]:
     out: list[Import] = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         if "sample_landing" in rel:
             continue
         out.extend(imports_of(path, rel, rel in OPTIONAL_MODULES))
-    return third_party(out, {"codex_pipeline"})
+    return tuple(third_party(out, {"codex_pipeline"}))
 
 
 def test_every_import_of_the_package_is_declared() -> None:
@@ -194,14 +196,15 @@ def test_every_extra_names_something_used() -> None:
     assert not unused, f"extras that nothing imports: {unused}"
 
 
-def imports_of_tests() -> list[Import]:
+@functools.cache
+def imports_of_tests() -> tuple[Import, ...]:
     out: list[Import] = []
     for path in sorted(TESTS.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         if "fixtures" in rel:
             continue
         out.extend(imports_of(path, rel, False))
-    return third_party(out, {"codex_pipeline", "codex_pipeline_tests"})
+    return tuple(third_party(out, {"codex_pipeline", "codex_pipeline_tests"}))
 
 
 def test_every_import_of_the_tests_is_declared() -> None:

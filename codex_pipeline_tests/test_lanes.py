@@ -78,3 +78,14 @@ def test_every_test_reaches_the_corpora_through_conftest() -> None:
     assert not by_hand, f"paths to the shared corpora built outside conftest.CORPORA: {by_hand}"
     assert _BY_HAND.search('CORPUS = ROOT.parent / "shared" / "corpora" / "email"')
     assert _BY_HAND.search('X = HERE.parents[2].parent / "shared/corpora/pdf/a.pdf"')
+
+
+def test_quick_tests_get_the_token_histogram_as_a_table() -> None:
+    """The chunks step's histogram is its Markdown table here; explore/'s png_histogram test gets the PNG."""
+    import pyarrow as pa
+
+    from codex_pipeline.explore.inspector import token_histogram_markdown
+
+    md = token_histogram_markdown(pa.table({"chunk_type": ["speaker_turn"], "token_count": [12]}), title="t")
+    assert md.startswith("**t**"), md[:80]
+    assert "data:image/png" not in md

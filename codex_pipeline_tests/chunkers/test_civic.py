@@ -357,7 +357,7 @@ def _land_jsonl(path: Path, recs: list[dict]) -> list[SourceDocument]:
     return load(path)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(recs=st.tuples(records("r-1"), records("r-2"), records("r-3")), seed=st.integers(0, 10**6))
 def test_properties_over_generated_records(tmp_path: Path, recs: tuple[dict, ...], seed: int) -> None:
@@ -402,7 +402,7 @@ def transcripts(draw: st.DrawFn) -> str:
     return "\n".join(out) + "\n"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(files=st.lists(transcripts(), min_size=1, max_size=3))
 def test_properties_over_generated_transcripts(tmp_path: Path, files: list[str]) -> None:

@@ -130,7 +130,7 @@ _first = st.sampled_from(["A", "'s", "3", "(", "“", "東", "é", "—", "-", "
 _word = st.sampled_from("radar track knots course vessel AIS gap réseau 東京 🚢 — 48.39N, (T-4471) it's".split(" "))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=_first, words=st.lists(_word, min_size=0, max_size=1600), paras=st.integers(1, 8),
        ref=st.sampled_from([None, "TN-1", "alert (x).", "a/b?"]), tags=st.lists(_word, max_size=3))
 def test_event_properties_hold_for_any_description(first, words, paras, ref, tags) -> None:

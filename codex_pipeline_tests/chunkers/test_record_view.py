@@ -231,7 +231,7 @@ def test_section_drafts_leaf_pieces_are_siblings_under_the_parent() -> None:
 
 _words = st.sampled_from("the cell saw more pedestrians than usual near the market after the ferry arrived, "
                          "while 311 calls about potholes fell; café naïve Ωmega 東京 🚲 — 12.5% ".split(" "))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(note=st.lists(st.lists(_words, min_size=1, max_size=400).map(" ".join), min_size=0, max_size=12),
        pedestrians=st.one_of(st.none(), st.integers(0, 10**6)), seed=st.integers(0, 10**6))
 def test_record_view_properties_hold_for_any_record(note: list[str], pedestrians: int | None, seed: int) -> None:

@@ -55,6 +55,7 @@ def _namespaces_work() -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.slow  # two CLI processes and a Dagster run in a user namespace per case: about 10 CPU-s each
 @pytest.mark.skipif(not _namespaces_work(), reason="needs unshare with user and mount namespaces")
 @pytest.mark.parametrize("free_kb", [0, 300])
 def test_a_full_dagster_home_is_one_line_and_leaves_no_run_open(tmp_path: Path, free_kb: int) -> None:

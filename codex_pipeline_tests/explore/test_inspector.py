@@ -243,6 +243,7 @@ def test_histogram_covers_over_cap_and_empty_tables() -> None:
     assert empty.startswith(PNG_MAGIC) and _png_size(empty) == (640, 272)
 
 
+@pytest.mark.png_histogram
 def test_histogram_markdown_embeds_the_png(civic: pa.Table) -> None:
     md = token_histogram_markdown(civic)
     prefix = "![token sizes by chunk type](data:image/png;base64,"

@@ -114,6 +114,7 @@ def test_offline_propositions_view_joins_parent_chunks(warehouse: Warehouse, ser
     assert again["reused"] == again["chunks"] and again["extracted"] == 0
 
 
+@pytest.mark.slow  # three Dagster runs of the day against the loopback chat server
 def test_cached_rerun_makes_zero_chat_calls_and_an_edit_re_extracts_one_chunk(
     warehouse: Warehouse, server: LoopbackOpenAI
 ) -> None:

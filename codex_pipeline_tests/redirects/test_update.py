@@ -9,6 +9,7 @@ import re
 
 import dagster as dg
 import pyarrow as pa
+import pytest
 
 from codex_pipeline.cli import app as cli
 from codex_pipeline.core.ids import content_hash, make_chunk_id, make_locator
@@ -286,6 +287,7 @@ def _inspect(warehouse: Warehouse, chunk_id: str) -> tuple[int, str]:
     return rc, out.getvalue() + err.getvalue()
 
 
+@pytest.mark.slow  # five Dagster runs of one day; the quick lane keeps test_redirects_survive_a_quarantined_run
 def test_renamed_heading_redirects_through_dagster(warehouse: Warehouse) -> None:
     meta = _materialize(warehouse, "Field notes")
     assert meta["redirects"] == 0 and not warehouse.has_files("docs", "redirects")

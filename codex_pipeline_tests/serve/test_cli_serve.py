@@ -28,7 +28,8 @@ def _workers(pid: int) -> list[int]:
     return [c for c in kids if b"spawn_main" in open(f"/proc/{c}/cmdline", "rb").read()]
 
 
-@pytest.fixture(params=[1, 2], ids=["one-process", "two-workers"])
+# three processes start for --workers 2 (a supervisor and two workers): the slow lane runs it
+@pytest.fixture(params=[1, pytest.param(2, marks=pytest.mark.slow)], ids=["one-process", "two-workers"])
 def served(data_dir: Warehouse, request: pytest.FixtureRequest) -> Iterator[str]:
     workers = request.param
     port = _free_port()
