@@ -28,6 +28,8 @@ from codex_pipeline.cli.dataset_names import DatasetNames
 from codex_pipeline.cli.query_embedder import configured_embedder, query_embedder
 from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.evaluation.checks import NothingToScore, check_chunks, check_propositions
+from codex_pipeline.evaluation.details import SourceTexts, detailed
+from codex_pipeline.evaluation.explain import ExplainError, explanation, pick_question, render
 from codex_pipeline.evaluation.gold import GoldError, load_gold
 from codex_pipeline.evaluation.metrics import Summary
 from codex_pipeline.evaluation.runner import (
@@ -40,6 +42,7 @@ from codex_pipeline.evaluation.runner import (
     source_group,
     source_maps,
 )
+from codex_pipeline.evaluation.score_parts import score_parts
 from codex_pipeline.retrieval import IndexMissing, Retriever, SearchMode
 from codex_pipeline.settings import CodexSettings
 from codex_pipeline.warehouse.storage import Warehouse
@@ -75,7 +78,11 @@ def add_eval_command(sub: Any, names: DatasetNames) -> None:
     e.add_argument("--per-source", action="store_true",
                    help="also score each source file (each corpus sub-folder when pooled)")
     e.add_argument("--json", action="store_true", help="print the figures as JSON (no progress lines)")
-    e.add_argument("--details", action="store_true", help="with --json: every question's scores and hits")
+    e.add_argument("--details", action="store_true",
+                   help="with --json: every question's scores, gold references and hits, with their texts")
+    e.add_argument("--explain", metavar="N|WORDS", default=None,
+                   help="score only question N (1-based, or the one whose text holds WORDS) and show its gold text, "
+                        "each hit's cited text and score parts (--json: as JSON)")
     e.set_defaults(func=cmd_eval)
 
 
@@ -85,10 +92,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         parts = [CorpusPart.parse(v) for v in args.dataset]
         questions = load_gold(args.gold, args.corpus)
+        args.explain_number = pick_question(questions, args.explain, str(args.gold)) if args.explain else None
     except OSError as exc:
         print(f"codex eval: cannot read {exc.filename or args.gold}: {exc.strerror or exc} (check the path)", file=sys.stderr)
         return 2
-    except (GoldError, KeyError) as exc:
+    except (GoldError, ExplainError, KeyError) as exc:
         print(f"codex eval: {exc}", file=sys.stderr)
         return 2
     if args.work_dir is not None:
@@ -132,11 +140,20 @@ def _evaluate(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequ
     if args.units == "propositions":
         check_propositions({ds: _propositions(retriever, ds) for ds in datasets}, wh.root, reused)
     t1 = time.perf_counter()
+    if args.explain_number is not None:
+        questions = [questions[args.explain_number - 1]]
     result = evaluate(retriever, questions, maps, k=args.k, mode=args.mode, spans=args.spans, units=args.units)
     _say(args, f"{len(questions)} questions in {time.perf_counter() - t1:.1f}s")
+    if args.explain_number is not None:
+        shown = score_parts(retriever, questions[0].question, result.results[0].hits, args.units,
+                            with_vector=args.mode != SearchMode.BM25.value)
+        exp = explanation(result, args.explain_number, shown, SourceTexts(args.corpus))
+        print(json.dumps(exp, indent=1) if args.json else render(exp))
+        return 0
     group = source_group(parts) if args.per_source else None
     if args.json:
-        print(json.dumps(result.as_dict(details=args.details, group=group), indent=1))
+        out = detailed(result, SourceTexts(args.corpus), group) if args.details else result.as_dict(group)
+        print(json.dumps(out, indent=1))
     else:
         _print(result, datasets, maps)
         if group is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
@@ -104,12 +104,28 @@ def source_maps(wh: Warehouse, registry: DatasetRegistry, parts: Sequence[Corpus
 
 
 @dataclass(frozen=True)
+class ScoredHit:
+    """One hit as a question was scored on it: its 1-based ``rank``, the canonical ``spans`` scored (merged) and
+    the ``files`` ranges they map to; ``hit`` is what the retriever returned (its score, ranks, evidence text)."""
+
+    rank: int
+    hit: Hit | _PropositionUnit
+    spans: tuple[tuple[int, int], ...]
+    files: dict[str, list[tuple[int, int]]]
+
+    @property
+    def unmapped_chars(self) -> int:
+        """Scored canonical characters with no place in a source file (template text)."""
+        return sum(e - s for s, e in self.spans) - sum(e - s for r in self.files.values() for s, e in r)
+
+
+@dataclass(frozen=True)
 class QuestionResult:
-    """One question's score and the hits it was scored on (``as_dict(details=True)`` shows them)."""
+    """One question's score and the hits it was scored on (:mod:`.details` shows them with the gold)."""
 
     question: Question
     score: Score
-    hits: list[dict[str, Any]] = field(default_factory=list)
+    hits: list[ScoredHit] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -130,20 +146,13 @@ class Evaluation:
             groups.setdefault(group(r.question), []).append(r.score)
         return {g: summarize(scores) for g, scores in sorted(groups.items())}
 
-    def as_dict(self, details: bool = False, group: Callable[[Question], str] | None = None) -> dict[str, Any]:
-        """JSON-ready: the settings and summary; per source with ``group``; with ``details``, every question's
-        scores (percent) and hits."""
+    def as_dict(self, group: Callable[[Question], str] | None = None) -> dict[str, Any]:
+        """JSON-ready: the settings and summary, and per source with ``group`` (:func:`.details.detailed` adds
+        every question's gold and hits to this)."""
         out: dict[str, Any] = {"k": self.k, "mode": self.mode, "spans": self.spans, **self.summary.as_dict(),
                                "unmapped_retrieved_chars": self.unmapped_chars}
         if group is not None:
             out["per_source"] = {g: s.as_dict() for g, s in self.per_source(group).items()}
-        if details:
-            out["questions"] = [
-                {"line": r.question.line, "question": r.question.question, "recall": round(100 * r.score.recall, 1),
-                 "precision": round(100 * r.score.precision, 1), "iou": round(100 * r.score.iou, 1),
-                 "hit": r.score.hit, "hits": r.hits}
-                for r in self.results
-            ]
         return out
 
 
@@ -165,13 +174,18 @@ class _PropositionUnit:
     section_id: str  # the parent chunk's id: a proposition has no section of its own
     spans: tuple[tuple[int, int], ...]
     evidence: tuple[tuple[int, int], ...] = ()
+    dataset: str = ""
+    score: float = 0.0
+    ranks: Mapping[str, int] = field(default_factory=dict)
+    evidence_text: tuple[str, ...] = ()
 
 
 def _hits(retriever: Retriever, question: str, k: int, mode: SearchMode | str, units: str) -> list[Any]:
     if units == "chunks":
         return retriever.search(question, k=k, mode=mode)
     return [
-        _PropositionUnit(p.doc_id, p.proposition_id, p.parent_chunk_id, tuple(p.spans))
+        _PropositionUnit(p.doc_id, p.proposition_id, p.parent_chunk_id, tuple(p.spans), dataset=p.dataset,
+                         score=p.score, ranks=dict(p.ranks), evidence_text=p.evidence_text)
         for p in retriever.search_propositions(question, k=k, mode=mode)
     ]
 
@@ -195,15 +209,14 @@ def evaluate(
     for q in questions:
         retrieved: dict[str, list[tuple[int, int]]] = {}
         shown = []
-        for hit in _hits(retriever, q.question, k, mode, units):
+        for at, hit in enumerate(_hits(retriever, q.question, k, mode, units), 1):
             canon = merge(hit_spans(hit, spans))
             smap = maps.get(hit.doc_id)
-            mapped = smap.map(canon) if smap else {}
-            unmapped += sum(e - s for s, e in canon) - sum(e - s for r in mapped.values() for s, e in r)
-            for f, ranges in mapped.items():
+            scored = ScoredHit(at, hit, tuple(canon), smap.map(canon) if smap else {})
+            unmapped += scored.unmapped_chars
+            for f, ranges in scored.files.items():
                 retrieved.setdefault(f, []).extend(ranges)
-            shown.append({"chunk_id": hit.chunk_id, "section_id": hit.section_id, "doc_id": hit.doc_id,
-                          "spans": [list(s) for s in canon], "files": {f: [list(r) for r in v] for f, v in mapped.items()}})
+            shown.append(scored)
         reference: dict[str, list[tuple[int, int]]] = {}
         for ref in q.references:
             reference.setdefault(ref.source, []).append((ref.start, ref.end))
