@@ -41,7 +41,7 @@ def pick_question(questions: Sequence[Question], selector: str, gold: str = "the
         raise ExplainError(f"--explain {selector!r}: no question of {gold} contains these words: give a question "
                            f"number (1 to {n}) or words of one question")
     shown = ", ".join(map(str, found[:8])) + (", …" if len(found) > 8 else "")
-    raise ExplainError(f"--explain {selector!r} matches {len(found)} questions ({shown}): give more of the question's "
+    raise ExplainError(f"--explain {selector!r} matches {len(found)} questions of {gold} ({shown}): give more of the question's "
                        "words or its number")
 
 
