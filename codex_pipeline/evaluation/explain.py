@@ -69,13 +69,34 @@ def render(exp: dict[str, Any]) -> str:
         overlap = f"yes ({h['gold_chars_cited']} gold characters)" if h["overlaps_gold"] else "no"
         lines += [f"  #{h['rank']} {h['dataset']} {h['chunk_id']} (section {h['section_id']}, {h['doc_id']})",
                   f"     score: {_parts(h['score_parts'])}", f"     overlaps gold: {overlap}"]
-        for c in h["cited"]:
-            lines += [f"     cited {c['source']} [{c['start']}:{c['end']}]:", *_quoted(c["text"], "       ")]
+        for run in _runs(h["cited"]):
+            first, last = run[0], run[-1]
+            pieces = f" in {len(run)} ranges (the few characters between them, e.g. quote marks, not cited)" \
+                if len(run) > 1 else ""
+            lines += [f"     cited {first['source']} [{first['start']}:{last['end']}]{pieces}:",
+                      *_quoted("\n".join(c["text"] for c in run), "       ")]
         if h["unmapped_chars"]:
             lines.append(f"     {h['unmapped_chars']} cited characters have no place in a source file (template text)")
         if not h["cited"]:
             lines += ["     evidence (canonical text):", *_quoted("\n".join(h["evidence_text"]), "       ")]
     return "\n".join(lines)
+
+
+GAP = 8
+"""Cited ranges of one file at most this many characters apart are shown as one passage: a reply's quoted lines
+map line by line, each range stopping before the next line's ``> `` marks."""
+
+
+def _runs(cited: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``cited`` (sorted per file) grouped into runs of ranges of one file at most :data:`GAP` characters apart."""
+    runs: list[list[dict[str, Any]]] = []
+    for c in cited:
+        prev = runs[-1][-1] if runs else None
+        if prev is not None and prev["source"] == c["source"] and c["start"] - prev["end"] <= GAP:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    return runs
 
 
 def _parts(p: dict[str, Any]) -> str:

@@ -91,7 +91,9 @@ def test_render_golden() -> None:
            "hits": [{"rank": 1, "dataset": "docs", "chunk_id": "urn:aprs:chunk:1", "section_id": "install",
                      "doc_id": "urn:aprs:docs:g/i.md", "overlaps_gold": True, "gold_chars_cited": 10,
                      "score_parts": {"fused": 0.0328, "bm25": 2.5, "bm25_rank": 1, "cosine": None, "vector_rank": None},
-                     "cited": [{"source": "g/i.md", "start": 20, "end": 40, "text": "command replaces"}],
+                     "cited": [{"source": "g/i.md", "start": 20, "end": 40, "text": "command replaces"},
+                               {"source": "g/i.md", "start": 43, "end": 50, "text": "the bin"},
+                               {"source": "g/i.md", "start": 59, "end": 62, "text": "ary"}],
                      "unmapped_chars": 3, "evidence_text": ["command replaces"]},
                     {"rank": 2, "dataset": "email_threads", "chunk_id": "urn:aprs:chunk:2", "section_id": "t.0",
                      "doc_id": "urn:aprs:email_threads:t", "overlaps_gold": False, "gold_chars_cited": 0,
@@ -111,8 +113,11 @@ hits (2):
   #1 docs urn:aprs:chunk:1 (section install, urn:aprs:docs:g/i.md)
      score: fused 0.0328 · bm25 2.5000 (rank 1) · cosine n/a (not in its list)
      overlaps gold: yes (10 gold characters)
-     cited g/i.md [20:40]:
+     cited g/i.md [20:50] in 2 ranges (the few characters between them, e.g. quote marks, not cited):
        | command replaces
+       | the bin
+     cited g/i.md [59:62]:
+       | ary
      3 cited characters have no place in a source file (template text)
   #2 email_threads urn:aprs:chunk:2 (section t.0, urn:aprs:email_threads:t)
      score: fused 0.0161 · bm25 0.0000 (not in its list) · cosine 0.4123 (rank 2)
