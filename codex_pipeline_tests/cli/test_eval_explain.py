@@ -19,10 +19,11 @@ from codex_pipeline_tests.cli.test_eval_errors import PAGES, QUESTIONS, _corpus,
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """(corpus, gold, work dir) with the corpus materialized as ``docs``."""
+    """(corpus, gold, work dir) with the corpus materialized as ``docs``, its propositions too (one run for all)."""
     root = tmp_path_factory.mktemp("explain")
     corpus, gold = _corpus(root)
-    rc, out, err = _eval(str(gold), "--corpus", str(corpus), "--dataset", "docs", "--work-dir", str(root / "work"))
+    rc, out, err = _eval(str(gold), "--corpus", str(corpus), "--dataset", "docs", "--work-dir", str(root / "work"),
+                         "--units", "propositions")
     assert rc == 0, err
     return corpus, gold, root / "work"
 
@@ -129,3 +130,13 @@ def test_explain_that_names_no_single_question_is_one_line(tmp_path: Path, selec
     assert rc == 2 and out == "", (out, err)
     assert err.count("\n") == 1 and err.startswith("codex eval: --explain ") and words in err, err
     assert str(gold) in err  # names the file the numbers and words refer to
+
+
+def test_explain_propositions_reads_the_parts_from_the_proposition_collection(work: tuple[Path, Path, Path]) -> None:
+    rc, out, err = _rescore(work, "--units", "propositions", "--mode", "bm25", "--explain", "1", "--json")
+    assert rc == 0, err
+    exp = json.loads(out)
+    assert exp["hits"] and exp["gold"][0]["text"] == QUESTIONS[0][2]
+    for hit in exp["hits"]:
+        assert hit["score_parts"]["bm25"] == pytest.approx(hit["score"], abs=1e-3)
+        assert hit["evidence_text"] and all(c["text"] for c in hit["cited"])
