@@ -51,6 +51,9 @@ HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent.parent / "shared" / "corpora"
 
 SETS: dict[str, list[str]] = {  # set -> its --dataset DS=SUBDIR parts (as in eval/README.md)
+    "ind-council": ["civic_intelligence=council"],
+    "ind-docs": ["docs=markdown"],
+    "ind-email": ["email_threads=email"],
     "council": ["civic_intelligence=council"],
     "docs": ["docs=markdown/httpx"],
     "email": ["email_threads=email"],
@@ -61,9 +64,24 @@ SETS: dict[str, list[str]] = {  # set -> its --dataset DS=SUBDIR parts (as in ev
     "pdf": ["documents=pdf"],
 }
 
+INDEPENDENT = "independent"
+"""``ind-*`` sets: the corpora under ``CORPUS/independent`` whose gold (``independent/gold/<name>.gold.jsonl``, sources
+relative to that folder) was written by readers who never saw Codex's output; the others are ``eval/<name>.gold.jsonl``
+over ``CORPUS``."""
+
+
+def gold_of(name: str, corpus: Path) -> tuple[Path, Path]:
+    """Set ``name``'s gold file and the folder its sources are relative to."""
+    if name.startswith("ind-"):
+        root = corpus / INDEPENDENT
+        return root / "gold" / f"{name.removeprefix('ind-')}.gold.jsonl", root
+    return HERE / f"{name}.gold.jsonl", corpus
+
+
 POOLS: dict[str, list[str]] = {  # --pooled: these sets share one index, as the held-out protocol pools them
     "first": ["council", "docs", "email"],
     "second": ["uv", "huntsville", "seattle"],
+    "independent": ["ind-council", "ind-docs", "ind-email"],
 }
 
 GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the values tried
@@ -120,6 +138,11 @@ GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the val
         "lexical_floor": [0.3, 0.5, 0.7],
         "bm25_weight": [1.0, 1.5, 2.0],
     },
+    "fusion-convex": {
+        "fusion": ["rrf", "convex"],
+        "vector_weight": [0.5, 0.75, 1.0, 1.5],
+        "lexical_floor": [0.0, 0.3, 0.5],
+    },
     "exact": {
         "lexical_query_weight": [1.0, 2.0, 4.0],  # 1.0: a lexical query weighs as any other
     },
@@ -152,7 +175,7 @@ def load(name: str, work: Path, corpus: Path, embedder: Any, pooled: bool = Fals
     if root not in _OPEN:  # the sets of one pool share its index
         parts = [CorpusPart.parse(p) for m in members for p in SETS[m]]
         wh = Warehouse(root)
-        maps = source_maps(wh, DatasetRegistry.build(SETTINGS), parts, corpus, SETTINGS.partitions_start)
+        maps = source_maps(wh, DatasetRegistry.build(SETTINGS), parts, gold_of(name, corpus)[1], SETTINGS.partitions_start)
         retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder, rebuild=False)
         cache: dict[str, Any] = {}
         embed_query = retriever._query_vector
@@ -165,13 +188,14 @@ def load(name: str, work: Path, corpus: Path, embedder: Any, pooled: bool = Fals
         retriever._query_vector = cached  # type: ignore[method-assign]
         _OPEN[root] = (retriever, maps)
     retriever, maps = _OPEN[root]
-    return Loaded(name, retriever, load_gold(HERE / f"{name}.gold.jsonl", corpus), maps)
+    gold, root = gold_of(name, corpus)
+    return Loaded(name, retriever, load_gold(gold, root), maps)
 
 
 _OPEN: dict[Path, tuple[Retriever, dict[str, Any]]] = {}
 
 
-def run(s: Loaded, k: int, settings: RetrievalSettings) -> Result:
+def run(s: Loaded, k: int, settings: RetrievalSettings, mode: str = "hybrid") -> Result:
     """Every question's score on the hits' evidence and on their whole chunks (one search with ``settings``)."""
     retriever = s.retriever.with_settings(settings)
     ev: list[Score] = []
@@ -181,7 +205,7 @@ def run(s: Loaded, k: int, settings: RetrievalSettings) -> Result:
         for ref in q.references:
             reference.setdefault(ref.source, []).append((ref.start, ref.end))
         got: dict[str, dict[str, list[tuple[int, int]]]] = {"evidence": {}, "chunk": {}}
-        for hit in retriever.search(q.question, k=k):
+        for hit in retriever.search(q.question, k=k, mode=mode):
             smap = s.maps.get(hit.doc_id)
             for kind in got:
                 mapped = smap.map(merge(hit_spans(hit, kind))) if smap else {}
@@ -218,9 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="fix a RetrievalSettings field for every point (e.g. sentence_reach=0)")
     ap.add_argument("-k", type=int, default=5)
-    ap.add_argument("--objective", default="iou@90", choices=["iou@90", "recall+iou"],
+    ap.add_argument("--mode", default="hybrid", choices=["hybrid", "bm25", "vector"],
+                    help="search mode of every point (bm25 / vector: the parts hybrid fusion must not lose to)")
+    ap.add_argument("--objective", default="iou@90", choices=["iou@90", "recall+iou", "recall"],
                     help="iou@90 (default): the highest mean IoU among points keeping >= 90%% of the whole chunk's "
-                         "recall on every training set (none: the highest lowest share); recall+iou: mean recall + IoU")
+                         "recall on every training set (none: the highest lowest share); recall+iou: mean recall + IoU; "
+                         "recall: mean cited recall, then IoU (for ranking grids)")
     ap.add_argument("--save", type=Path, help="keep every point's scores in this file (pickle)")
     ap.add_argument("--load", type=Path, help="score from a --save file of the same grid and sets instead of searching")
     ap.add_argument("--dump", action="store_true", help="also print every grid point's figures per set")
@@ -245,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sets = [load(n, args.work, args.corpus, embedder, args.pooled) for n in names]
         for p in points:
             candidate = dataclasses.replace(base, **dict(zip(keys, p)))
-            results[p] = {s.name: run(s, args.k, candidate) for s in sets}
+            results[p] = {s.name: run(s, args.k, candidate, args.mode) for s in sets}
         if args.save:
             args.save.write_bytes(pickle.dumps(results))
     print(f"{len(points)} grid points x {len(names)} sets in {time.perf_counter() - t0:.0f}s; "
@@ -258,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         mean = sum(objective(summ[p][n]) for n in train) / len(train)
         if args.objective == "recall+iou":
             return (mean, p == defaults)
+        if args.objective == "recall":
+            return (sum(summ[p][n].recall for n in train) / len(train),
+                    sum(summ[p][n].iou for n in train) / len(train), p == defaults)
         shares = [summ[p][n].recall / chunk[p][n].recall if chunk[p][n].recall else 1.0 for n in train]
         feasible = min(shares) >= 0.9
         iou = sum(summ[p][n].iou for n in train) / len(train)

@@ -87,25 +87,47 @@ _NUMBER = re.compile(r"\d")
 
 def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_weight: float | None = None,
          settings: RetrievalSettings = DEFAULT) -> list[Ranked]:
-    """Merge the per-ranking candidate lists: reciprocal ranks in hybrid mode, else the one list's scores.
+    """Merge the per-ranking candidate lists: fused in hybrid mode (``settings.fusion``), else the one list's scores.
 
     ``bm25_weight``: the BM25 list's weight for this query (default ``settings.bm25_weight``; see
     :func:`lexical_weight`).
     """
+    weights = {"bm25": settings.bm25_weight if bm25_weight is None else bm25_weight, "vector": settings.vector_weight}
+    hybrid = mode is SearchMode.HYBRID
+    lists = {kind: _ordered(kind, cands, hybrid, settings) for kind, cands in found.items()}
     scored: dict[tuple[str, int], float] = {}
     ranks: dict[tuple[str, int], dict[str, int]] = {}
-    weights = {"bm25": settings.bm25_weight if bm25_weight is None else bm25_weight, "vector": settings.vector_weight}
-    for kind, cands in found.items():
-        cands = sorted(cands, key=lambda c: (-c[0], c[1], c[2]))
-        if kind == "bm25" and mode is SearchMode.HYBRID and cands:
-            floor = settings.lexical_floor * cands[0][0]
-            cands = [c for c in cands if c[0] >= floor]
+    for kind, cands in lists.items():
         for at, (score, name, row) in enumerate(cands[:want], 1):
             key = (name, row)
             ranks.setdefault(key, {})[kind] = at
-            scored[key] = scored.get(key, 0.0) + weights[kind] / (settings.rrf_k + at) if mode is SearchMode.HYBRID else score
+            if not hybrid:
+                scored[key] = score
+            elif settings.fusion == "convex":
+                scored[key] = scored.get(key, 0.0) + weights[kind] * score
+            else:
+                scored[key] = scored.get(key, 0.0) + weights[kind] / (settings.rrf_k + at)
     ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
     return [Ranked(name, row, scored[(name, row)], ranks[(name, row)]) for name, row in ordered]
+
+
+def _ordered(kind: str, cands: list[Scored], hybrid: bool, settings: RetrievalSettings) -> list[Scored]:
+    """One list best first; in hybrid mode BM25 candidates under ``lexical_floor`` of their best are dropped, and
+    scores are normalized where the fusion or ``bm25_per_dataset`` asks (see :class:`RetrievalSettings`)."""
+    convex = hybrid and settings.fusion == "convex"
+    if kind == "bm25" and (convex or settings.bm25_per_dataset):
+        best: dict[str, float] = {}
+        for score, name, _ in cands:
+            best[name] = max(best.get(name, 0.0), score)
+        cands = [(score / best[name] if best[name] > 0 else 0.0, name, row) for score, name, row in cands]
+    cands = sorted(cands, key=lambda c: (-c[0], c[1], c[2]))
+    if kind == "bm25" and hybrid and cands:
+        floor = settings.lexical_floor * cands[0][0]
+        cands = [c for c in cands if c[0] >= floor]
+    if kind == "vector" and convex and cands:
+        hi, lo = cands[0][0], cands[-1][0]
+        cands = [((c[0] - lo) / (hi - lo) if hi > lo else 1.0, c[1], c[2]) for c in cands]
+    return cands
 
 
 def acceptor(index: SearchIndex, live: Live | None, filters: Filters) -> Callable[[int], bool]:

@@ -227,12 +227,13 @@ class Retriever:
             return self._results([], names, filters)
         q = AnalyzedQuery.of(query, self._query_vector(query, names) if mode is not SearchMode.BM25 else None)
         sources = [Source(n, self._open[n].index, self._open[n].live) for n in names]
-        ranked = rank(q, sources, k, mode, filters, self.settings)
+        # at least the citation window is ranked and cited, so a hit's citation is the same whatever k asks for
+        ranked = rank(q, sources, max(k, self.settings.cite_window), mode, filters, self.settings)
         indexes = [self._open[r.dataset].index for r in ranked]
         hits = [chunk_hit(r.dataset, index, r, q, self.settings) for r, index in zip(ranked, indexes)]
         if self.evidence_units:  # order kept: units pick evidence (by the query's words alone without a vector)
             hits = cite_units(hits, indexes, [r.row for r in ranked], q, self._units(), self.settings)
-        return self._results(hits, names, filters)
+        return self._results(hits[:k], names, filters)
 
     def search_propositions(
         self, query: str, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID, filters: Filters | None = None

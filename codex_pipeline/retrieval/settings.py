@@ -55,6 +55,17 @@ class RetrievalSettings:
 
     # -- ranking (ranking.py) -----------------------------------------------------------------
 
+    fusion: str = "rrf"
+    """How hybrid mode fuses the BM25 and vector lists: ``"rrf"`` (reciprocal ranks) or ``"convex"`` (each list's
+    scores normalized, then a weighted sum: BM25 divided by its dataset's best score for the query, cosine min-max
+    over the candidates; a row missing from a list scores 0 there). Weights: :attr:`bm25_weight` (or
+    :attr:`lexical_query_weight`) and :attr:`vector_weight` in both."""
+
+    bm25_per_dataset: bool = False
+    """When one search spans several datasets, order the BM25 candidates by their score over their own dataset's
+    best for the query, not by raw score (each dataset has its own IDF and length statistics, so raw scores are not
+    comparable). Always so in ``convex`` fusion."""
+
     rrf_k: int = 60
     """Reciprocal rank fusion constant, ``1 / (rrf_k + rank)``. Literature: Cormack, Clarke & Büttcher 2009;
     the LanceDB/Haystack default. Not tuned."""
@@ -87,6 +98,13 @@ class RetrievalSettings:
     so the value stays."""
 
     # -- citation (units.py) ------------------------------------------------------------------
+
+    cite_window: int = 5
+    """Citations are chosen in the context of the top ``cite_window`` hits whatever ``k`` asks for: the words'
+    weights (:func:`~codex_pipeline.retrieval.units.lexical_shares`) and the best unit of all come from these hits
+    only (hits below are scored against them), so a hit cites the same span for ``-k 1`` and ``-k 50`` (issue 44:
+    the top hit for "water main" cited ``[0:858]`` with ``-k 1`` and ``[0:1158]`` with ``-k 5``). A rule: 5, the
+    ``k`` every figure in ``eval/`` was measured at, so those figures are unchanged."""
 
     lexical_weight: float = 0.5
     """A unit's score is its cosine plus this times its IDF-weighted share of the query's words. Dev-tuned

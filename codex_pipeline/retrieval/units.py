@@ -248,12 +248,15 @@ def best_units(
     sims = np.zeros(len(bodies))
     if query.vector is not None:  # else BM25 search: units are told apart by the query's words alone, nothing embeds
         _add_cosines(sims, units, query.vector, vectors, stored)
-    if not query.empty and lexical_weight and bodies:
-        sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies))
-    out: list[tuple[Unit, float]] = []
     ends = np.cumsum([len(cu.pieces) for cu in units])
+    window = min(settings.cite_window, len(units))  # the hits that set word weights and the best unit of all
+    if not query.empty and lexical_weight and bodies:
+        basis = bodies[: int(ends[window - 1])] if window else bodies
+        sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies, basis))
+    out: list[tuple[Unit, float]] = []
     parts = [sims[end - len(cu.pieces) : end] for cu, end in zip(units, ends)]
-    bests = [float(part.max()) if cu.embedded and len(part) else None for cu, part in zip(units, parts)]
+    bests = [float(part.max()) if cu.embedded and len(part) and i < window else None
+             for i, (cu, part) in enumerate(zip(units, parts))]
     top = max((b for b in bests if b is not None), default=0.0)  # the best scored unit of any hit (see tail_margin)
     owner = bests.index(top) if top in bests else -1  # a tie (BM25 scores by shares alone) goes to the higher hit
     for index, ((text, spans, _), cu) in enumerate(zip(candidates, units)):
@@ -356,8 +359,9 @@ def _cosines(vecs: np.ndarray, unit_query: np.ndarray) -> np.ndarray:
     return vecs @ unit_query / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12)
 
 
-def lexical_shares(query: AnalyzedQuery | str, texts: Sequence[str]) -> list[float]:
-    """Per text: the share of the query's terms it holds, each term weighted by its IDF among ``texts``.
+def lexical_shares(query: AnalyzedQuery | str, texts: Sequence[str], basis: Sequence[str] | None = None) -> list[float]:
+    """Per text: the share of the query's terms it holds, each term weighted by its IDF among ``basis`` (default
+    ``texts``; a term no text of the basis holds weighs as one every text holds).
 
     ``log(1 + N / df)``: a word every candidate unit holds (the meeting's topic, the
     list's name) counts little, a word only one unit holds counts most. 0.0 when the
@@ -367,7 +371,9 @@ def lexical_shares(query: AnalyzedQuery | str, texts: Sequence[str]) -> list[flo
     if not wanted:
         return [0.0] * len(texts)
     held = [wanted & set(analyze(t)) for t in texts]
-    df = Counter(t for h in held for t in h)
-    idf = {t: math.log(1.0 + len(texts) / df[t]) for t in df}
-    total = sum(idf.values()) + math.log(2.0) * len(wanted - set(df))  # a term no unit holds still counts
+    among = held if basis is None else [wanted & set(analyze(t)) for t in basis]
+    df = Counter(t for h in among for t in h)
+    # a term no unit of the basis holds still counts, as a term every unit holds would
+    idf = {t: math.log(1.0 + len(among) / df[t]) if t in df else math.log(2.0) for t in wanted}
+    total = sum(idf.values())
     return [sum(idf[t] for t in h) / total if total else 0.0 for h in held]

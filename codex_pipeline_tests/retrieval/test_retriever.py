@@ -125,6 +125,22 @@ def test_evidence_is_the_hits_best_unit_in_bm25_and_hybrid_search(retriever: Ret
     assert any(sum(e - s for s, e in h.evidence) < sum(e - s for s, e in h.spans) for h in hits)  # a unit of several
 
 
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_a_hits_citation_does_not_depend_on_k(retriever: Retriever, mode: str) -> None:
+    """Issue 44: the top hit for "water main" cited [0:858] with -k 1 and [0:1158] with -k 5. Every hit of a
+    smaller k is the same hit, citing the same spans, as in a larger k (the citation window, settings.cite_window)."""
+    changed = 0
+    for query in ("water main replacement", "in-running nip points of the deboning line", "fall protection roof",
+                  "solar panels on a house", "machine guarding citation", "permit for a new garage"):
+        wide = retriever.search(query, k=12, mode=mode)
+        assert len(wide) >= 3  # BM25 finds few hits for some of these words
+        for k in (1, 2, 3, 5, 8):
+            narrow = retriever.search(query, k=k, mode=mode)
+            assert [(h.chunk_id, h.evidence) for h in narrow] == [(h.chunk_id, h.evidence) for h in wide[:k]], (query, k)
+        changed += any(h.evidence != h.spans for h in wide)
+    assert changed  # some hit cites less than its whole chunk: the comparison above is about real citations
+
+
 def test_context_stays_inside_the_family(retriever: Retriever, sample_tables: dict[str, Tables]) -> None:
     """A citation's context comes from its own case (summary and citations), never from another document's text."""
     chunks = sample_tables["osha_safety"].chunks.to_pylist()
