@@ -6,7 +6,8 @@ each candidate list (``ranks``), not the raw scores that placed it there. ``code
 same query analysis the ranking uses: the BM25 terms resolved against every searched
 collection's vocabulary, the cosine of the query embedding with the row's stored vector.
 Ranking is not touched; a hit missing from a list (no rank there) still gets its raw
-score, which says how far it was from that list's window.
+score, which says how far it was from that list's window. The scores are raw: before any
+normalization the fusion applies (``RetrievalSettings.fusion``, ``bm25_per_dataset``).
 """
 
 from __future__ import annotations
