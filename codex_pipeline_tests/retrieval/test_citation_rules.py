@@ -62,11 +62,22 @@ def test_metadata_lines_are_recognized_and_words_are_not() -> None:
                  "Message 6 (reply to message 5, Victor Stinner)", "[quoting messages 5, 4: 6 lines]",
                  "On Tue, 20 Jun 2017 at 08:37 Victor Stinner <victor.stinner at gmail.com>", "wrote:",
                  "2017-06-20 16:56 GMT+02:00 Mariatta Wijaya <mariatta.wijaya at gmail.com>:", "-----------",
-                 "[00:12:33]"]:
+                 "[00:12:33]", "Mayor Linda Morse:", "Commissioner Moores:", "SPEAKER_01:", "> quoted reply line",
+                 "> *From:* Clearwater [mailto:clearwater-bounces]", "*Sent:* Tuesday, December 27, 2016"]:
         assert metadata_line(line), line
     for line in ["Note: uv caches wheels.", "The cache: where it lives", "They need manual intervention.",
-                 "Start the server with uvicorn."]:
+                 "Start the server with uvicorn.", "The commission voted on three items:", "x > y holds"]:
         assert not metadata_line(line), line
+
+
+def test_a_cited_turn_starts_after_its_text_label() -> None:
+    """The words spoken, as the independent gold cites them: never the ``Text:`` label before them."""
+    spans = _text_spans(TURNS)
+    whole = [(TURNS.rfind("\n", 0, a) + 1, b) for a, b in spans]  # each turn's Text: line, label included
+    assert [TURNS[a:b].startswith("Text: ") for a, b in whole] == [True, True]
+    assert citable(TURNS, whole) == spans
+    inside = [(spans[0][0] + 4, spans[0][1])]  # a piece starting mid-line is not moved
+    assert citable(TURNS, inside) == inside
 
 
 def test_a_merged_run_of_turns_cites_one_span_per_turn_never_its_header_lines() -> None:
