@@ -143,6 +143,15 @@ GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the val
         "vector_weight": [0.5, 0.75, 1.0, 1.5],
         "lexical_floor": [0.0, 0.3, 0.5],
     },
+    "passage": {
+        "unit_vector_weight": [0.0, 0.25, 0.5, 1.0],
+        "lexical_weight": [0.5, 1.0],
+    },
+    "passage-margin": {
+        "unit_vector_weight": [0.0, 0.25, 0.5],
+        "neighbour_margin": [0.1, 0.2, 0.3],
+        "widen_units": [1, 2],
+    },
     "exact": {
         "lexical_query_weight": [1.0, 2.0, 4.0],  # 1.0: a lexical query weighs as any other
     },

@@ -55,6 +55,11 @@ def citable(text: str, pieces: Sequence[Span]) -> list[Span]:
     return [_past_label(text, p) for p in kept]
 
 
+def only_metadata(text: str, pieces: Sequence[Span]) -> bool:
+    """Whether every piece lies on a metadata line (a unit of quoted lines or headers: nothing a user would cite)."""
+    return bool(pieces) and all(metadata_line(_line_of(text, p)) for p in pieces)
+
+
 def _past_label(text: str, piece: Span) -> Span:
     """``piece`` starting after a ``Text:`` label it begins with at the start of a line (unchanged otherwise)."""
     start, end = piece

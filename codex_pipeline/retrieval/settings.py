@@ -106,6 +106,10 @@ class RetrievalSettings:
     the top hit for "water main" cited ``[0:858]`` with ``-k 1`` and ``[0:1158]`` with ``-k 5``). A rule: 5, the
     ``k`` every figure in ``eval/`` was measured at, so those figures are unchanged."""
 
+    unit_vector_weight: float = 1.0
+    """The weight of a unit's cosine with the query in its score (0: units are told apart by the query's words
+    alone, as in BM25 search). Compared leave-one-corpus-out in eval/loco.py (grid ``passage``)."""
+
     lexical_weight: float = 0.5
     """A unit's score is its cosine plus this times its IDF-weighted share of the query's words. Dev-tuned
     (weights over a wide range scored alike on the first dev pool); LOCO (grids ``citation``, ``final``): 0.5 chosen

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from codex_pipeline.core.tokens import count_tokens_batch
-from codex_pipeline.retrieval.citation import citable
+from codex_pipeline.retrieval.citation import citable, only_metadata
 from codex_pipeline.retrieval.lexical import analyze, sentence_bounds
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.settings import DEFAULT, RetrievalSettings
@@ -246,13 +246,15 @@ def best_units(
     units = [chunk_units(text, spans, meta) for text, spans, meta in candidates]
     bodies = [" ".join(text[s:e] for s, e in u) for (text, _, _), cu in zip(candidates, units) for u in cu.pieces]
     sims = np.zeros(len(bodies))
-    if query.vector is not None:  # else BM25 search: units are told apart by the query's words alone, nothing embeds
+    if query.vector is not None and settings.unit_vector_weight:  # else units are told apart by the query's words alone
         _add_cosines(sims, units, query.vector, vectors, stored)
+        sims *= settings.unit_vector_weight
     ends = np.cumsum([len(cu.pieces) for cu in units])
     window = min(settings.cite_window, len(units))  # the hits that set word weights and the best unit of all
     if not query.empty and lexical_weight and bodies:
         basis = bodies[: int(ends[window - 1])] if window else bodies
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies, basis))
+    _sink_metadata_units(sims, candidates, units)
     out: list[tuple[Unit, float]] = []
     parts = [sims[end - len(cu.pieces) : end] for cu, end in zip(units, ends)]
     bests = [float(part.max()) if cu.embedded and len(part) and i < window else None
@@ -277,6 +279,26 @@ def best_units(
             kept = complete_sentences(text, kept, spans, settings.sentence_reach)
         out.append((cite(text, kept), float(part[i])))
     return out
+
+
+METADATA_UNIT_SCORE = -1.0
+"""The score of a unit made only of metadata lines (a reply's quoted copy, a header block) in a chunk that has
+other units: below any unit of words (cosine and shares are >= -1 + 0), so it is never the evidence then."""
+
+
+def _sink_metadata_units(sims: np.ndarray, candidates: Sequence[tuple[str, Sequence[Span], Any]],
+                         units: Sequence[ChunkUnits]) -> None:
+    """Units of only metadata lines score :data:`METADATA_UNIT_SCORE` in chunks with other units: the quoted
+    question in a reply matches the question's words best, yet the reply's own words are what answers."""
+    at = 0
+    for (text, _, _), cu in zip(candidates, units):
+        n = len(cu.pieces)
+        meta = [only_metadata(text, pieces) for pieces in cu.pieces]
+        if n > 1 and not all(meta):
+            for j, m in enumerate(meta):
+                if m:
+                    sims[at + j] = METADATA_UNIT_SCORE
+        at += n
 
 
 _SENTENCE_STOP = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
