@@ -9,9 +9,8 @@ the row here, naming the row, the column and the rule.
 
 from __future__ import annotations
 
-import csv
+import dataclasses
 import datetime as dt
-import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -23,8 +22,10 @@ from typing import Any
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.files import read_text
 from codex_pipeline.sources.mapping.schema import Coordinates, FieldRule, ScopeRule, SourceMapping
-from codex_pipeline.sources.records import RawRecord, read_csv_rows, read_json_lines, short_repr
+from codex_pipeline.sources.csv_rows import read_csv_file
+from codex_pipeline.sources.records import RawRecord, read_json_lines, short_repr
 from codex_pipeline.sources.structured import clean_text, coerce_cell, one_line_text
+from codex_pipeline.sources.tally import count_rows
 
 Rows = tuple[list[dict[str, Any]], list[str], list[str], list[Reject]]  # rows, refs, header, rejects
 _ID_CLEAN = re.compile(r"[^A-Za-z0-9._-]+")
@@ -33,13 +34,15 @@ SUFFIXES = {"csv": ".csv", "jsonl": ".jsonl", "json": ".json"}
 
 
 def read_rows(path: Path, day_dir: Path, fmt: str, delimiter: str = ",", encoding: str = "utf-8") -> Rows:
-    """The export's rows (dicts keyed by column), their refs, the header, and file-level rejects."""
+    """The export's rows (dicts keyed by column), their refs, the header, and rejects (rows and whole files).
+
+    Each file's row count goes to the raw step's tally (:func:`~codex_pipeline.sources.tally.count_rows`).
+    """
     rel = path.relative_to(day_dir).as_posix()
-    if fmt == "csv" and (delimiter, encoding) != (",", "utf-8"):
-        return _read_csv(path, rel, delimiter, encoding)
     if fmt == "csv":
-        rows, refs, rejects = read_csv_rows(path, day_dir)
-        return list(rows), refs, list(rows[0]) if rows else [], rejects
+        got = read_csv_file(path, day_dir, delimiter, encoding)
+        count_rows(rel, got.rows_read)
+        return got.rows, got.refs, got.header, got.rejects
     if fmt == "jsonl":
         recs, rejects = read_json_lines(path, day_dir)
         return [r.data for r in recs], [r.ref for r in recs], _keys(r.data for r in recs), rejects
@@ -59,29 +62,8 @@ def read_rows(path: Path, day_dir: Path, fmt: str, delimiter: str = ",", encodin
             refs.append(f"item {i}")
         else:
             rejects.append(Reject(rel, f"expected a JSON object, got {type(obj).__name__}", f"item {i}", short_repr(obj, 300)))
+    count_rows(rel, len(data))
     return rows, refs, _keys(rows), rejects
-
-
-def _read_csv(path: Path, rel: str, delimiter: str, encoding: str) -> Rows:
-    """CSV with another delimiter or encoding than the default UTF-8 with commas."""
-    try:
-        text = path.read_bytes().decode(encoding).replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
-    except (OSError, UnicodeDecodeError, LookupError) as exc:
-        return [], [], [], [Reject(rel, f"cannot read as {encoding}: {exc}")]
-    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
-    rows: list[dict[str, Any]] = []
-    refs: list[str] = []
-    rejects: list[Reject] = []
-    try:
-        for row in reader:
-            if None in row:
-                rejects.append(Reject(rel, f"{len(row[None])} cell(s) beyond the header", f"row {reader.line_num}"))
-                continue
-            rows.append(row)
-            refs.append(f"row {reader.line_num}")
-    except csv.Error as exc:
-        rejects.append(Reject(rel, f"malformed CSV: {exc}", f"row {reader.line_num}"))
-    return rows, refs, list(reader.fieldnames or []), rejects
 
 
 def _keys(rows: Any) -> list[str]:
@@ -369,7 +351,7 @@ def name_columns(rejects: Sequence[Reject], columns: Mapping[str, str]) -> list[
         reason = r.reason
         for name, col in columns.items():
             reason = reason.replace(f"field {name!r} fails", f"field {name!r} (column {col!r}) fails")
-        out.append(Reject(r.source_file, reason, r.record_ref, r.excerpt, r.stage))
+        out.append(dataclasses.replace(r, reason=reason))
     return out
 
 
@@ -386,7 +368,8 @@ def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path]
             return [], rejects
         problem = header_problem(mapping, header)
         if problem:
-            return [], rejects + [Reject(rel, problem)]
+            every = f"all {len(rows)} row(s) of the file rejected: " if len(rows) > 1 else ""
+            return [], rejects + [Reject(rel, every + problem, rows=len(rows))]
         records = []
         for row, ref in zip(rows, refs):
             try:
