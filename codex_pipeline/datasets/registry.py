@@ -71,6 +71,10 @@ class DatasetSpec:
     # a reader that yields a day's documents one at a time (rejects appended as found), so the
     # raw step's memory is bounded by a row group, not by the day; None: load_day reads the day whole
     iter_day: Callable[[Path, list[Reject]], Iterator[SourceDocument]] | None = None
+    # a day whose rejected share of rows read is over this fails its raw step (and so does one where none landed);
+    # None: not checked (the built-ins' samples reject on purpose). Mapped datasets: the mapping's, default 0.5
+    max_reject_ratio: float | None = None
+    mapping_file: Path | None = None  # the mapping a mapped dataset was registered from, for error lines
 
     @property
     def chunked(self) -> bool:
@@ -252,6 +256,8 @@ def mapped_spec(md: MappedDataset) -> DatasetSpec:
         chunker_revision="1.0",
         source_version=f"{MAPPED_READER_REVISION}+{md.digest}",
         propositions=bool(md.mapping.propositions),
+        max_reject_ratio=md.mapping.max_reject_ratio,
+        mapping_file=md.path,
     )
 
 

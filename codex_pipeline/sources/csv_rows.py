@@ -70,9 +70,9 @@ def read_csv_file(path: Path, day_dir: Path, delimiter: str = ",", encoding: str
         size = path.stat().st_size
         if size > max_bytes:
             with path.open("rb") as f:
-                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-            return out.reject_file(f"file is {size} bytes ({lines} lines), over the {max_bytes}-byte limit; "
-                                   "split the export into smaller files", max(lines - 1, 0))
+                count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+            return out.reject_file(f"file is {size} bytes ({count} lines), over the {max_bytes}-byte limit; "
+                                   "fix: split the export into smaller files", max(count - 1, 0))
         data = path.read_bytes()
     except OSError as exc:
         return out.reject_file(f"unreadable file: {exc.strerror or exc}", 0)
@@ -100,7 +100,7 @@ def _physical_lines(data: bytes, encoding: str, out: CsvFile) -> list[str | byte
         except UnicodeDecodeError as exc:
             out.reject_file(f"not valid {codec} at byte {exc.start}: {exc.reason}; fix: re-save the file as UTF-8", 0)
             return None
-        return _split(text)
+        return [line.decode("utf-8") for line in _split(text.encode("utf-8"))]
     if b"\x00" in data[:4096]:
         rows = max(_count_rows(data.replace(b"\x00", b"")), 0)
         out.reject_file(f"the file holds NUL bytes: {_nul_encoding(data)}; fix: re-save it as UTF-8 "
@@ -114,16 +114,11 @@ def _count_rows(data: bytes) -> int:
     return max(sum(1 for line in data.splitlines() if line.strip()) - 1, 0)
 
 
-def _split(data: str | bytes) -> list[str | bytes]:
+def _split(data: bytes) -> list[bytes]:
     """Physical lines with their endings (``\\n``, ``\\r\\n``, or lone ``\\r`` in a file without ``\\n``)."""
-    nl = "\n" if isinstance(data, str) else b"\n"
-    cr = "\r" if isinstance(data, str) else b"\r"
-    sep = nl if nl in data or cr not in data else cr
-    parts = data.split(sep)  # type: ignore[arg-type]
-    lines = [p + sep for p in parts[:-1]]  # type: ignore[operator]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
+    sep = b"\n" if b"\n" in data or b"\r" not in data else b"\r"
+    parts = data.split(sep)
+    return [p + sep for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def _decode(line: bytes, codec: str) -> str | bytes:

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.csv_rows import read_csv_file
 from codex_pipeline.sources.files import read_text
 from codex_pipeline.sources.mapping.schema import Coordinates, FieldRule, ScopeRule, SourceMapping
-from codex_pipeline.sources.csv_rows import read_csv_file
 from codex_pipeline.sources.records import RawRecord, read_json_lines, short_repr
 from codex_pipeline.sources.structured import clean_text, coerce_cell, one_line_text
 from codex_pipeline.sources.tally import count_rows

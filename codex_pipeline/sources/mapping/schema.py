@@ -146,6 +146,8 @@ class SourceMapping(_Strict):
     unexpected_columns: Literal["reject", "ignore"] = "reject"
     view: RecordView = RecordView()
     propositions: bool | None = None  # None: on for permits, off for record views
+    # a landing day whose rejected share of rows read is over this fails its raw step (none landed: always fails)
+    max_reject_ratio: float = Field(0.5, ge=0, le=1)
 
     @field_validator("fields")
     @classmethod
