@@ -209,7 +209,7 @@ def _parse(lines: list[str | bytes], delimiter: str, codec: str, out: CsvFile) -
             if len(cells) != width:
                 few = len(cells) < width
                 _reject(out, first, f"{len(cells)} cell(s), the header has {width}: "
-                        f"{'cells missing' if few else 'cells beyond the header'}; fix: "
+                        f"{f'{width - len(cells)} cell(s) missing' if few else f'{len(cells) - width} cell(s) beyond the header'}; fix: "
                         f"{'add the missing cells (empty ones too)' if few else 'quote cells that hold the delimiter'}",
                         _text(lines[first - 1]))
                 continue

@@ -368,8 +368,8 @@ def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path]
             return [], rejects
         problem = header_problem(mapping, header)
         if problem:
-            every = f"all {len(rows)} row(s) of the file rejected: " if len(rows) > 1 else ""
-            return [], rejects + [Reject(rel, every + problem, rows=len(rows))]
+            every = f" (all {len(rows)} rows of the file rejected with it)" if len(rows) > 1 else ""
+            return [], rejects + [Reject(rel, problem + every, rows=len(rows))]
         records = []
         for row, ref in zip(rows, refs):
             try:
