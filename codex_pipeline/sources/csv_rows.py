@@ -17,6 +17,12 @@ is re-read from its next line. So:
 - a UTF-8 byte-order mark is dropped whatever the encoding; a UTF-16/UTF-32 one decodes the file.
 
 ``row N`` in a ref is the physical line the record starts on (line 1 is the header).
+
+Known limit: a stray quote is caught when its field never closes, breaks the CSV grammar
+or leaves its record with the wrong cell count. A later quoted cell that opens with the
+delimiter, a line break or a quote (``",x"``) can close it so that the record has the right count:
+the lines between then land inside one cell of the broken row (counted, not lost, but not
+their own rows). CSV alone cannot tell that case from a long quoted text.
 """
 
 from __future__ import annotations
@@ -181,7 +187,7 @@ def _parse(lines: list[str | bytes], delimiter: str, codec: str, out: CsvFile) -
             out.reject_file("line 1 (the header) is empty; fix: put the column names on the first line",
                             sum(1 for x in lines[1:] if isinstance(x, bytes) or x.strip()))
         else:
-            out.reject_file("empty file: no header and no rows", 0)
+            out.reject_file("empty file: no header and no rows; fix: export it again (with its header line)", 0)
         return
     out.header = _unique(header_cells, out)
     width = len(out.header)
