@@ -37,7 +37,7 @@ from codex_pipeline.sources.documents import iter_documents_day, load_documents_
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.events import load_events_day
 from codex_pipeline.sources.mapping.kinds import MappedDataset, load_mapped_dataset, mapping_files
-from codex_pipeline.sources.mapping.schema import MappingError, mapping_digest
+from codex_pipeline.sources.mapping.schema import MappingError, mapping_digest, with_line
 from codex_pipeline.sources.markdown import iter_docs_day, load_docs_day
 from codex_pipeline.sources.narrative import iter_narrative_day, load_narrative_day
 from codex_pipeline.sources.osha import load_osha_day
@@ -326,7 +326,8 @@ def _mapped(path: Path, taken: set[str], origin: Mapping[str, Path]) -> DatasetS
     if md.name in taken:
         first = origin.get(md.name)
         where = f"mapping {first}" if first else "a built-in dataset"
-        raise MappingError(f"mapping {path}: key 'dataset': {md.name!r} is already {where}; fix: choose another name")
+        raise with_line(MappingError(f"mapping {path}: key 'dataset': {md.name!r} is already {where}; fix: choose another "
+                                     "name"), path, path.read_text(encoding="utf-8"))
     return mapped_spec(md)
 
 
