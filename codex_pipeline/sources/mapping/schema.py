@@ -42,7 +42,7 @@ class DuplicateKey(yaml.MarkedYAMLError):
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         line = key_node.start_mark.line + 1
         if key in seen:
             raise DuplicateKey(problem=f"key {key!r} is given twice (lines {seen[key]} and {line})",
