@@ -91,6 +91,7 @@ def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
     """
     wanted = mapping.columns()
     have = set(header)
+    padded = {h.strip(): h for h in header if h != h.strip()}
     json_like = mapping.format != "csv"
     tops = set(wanted) | ({c.split(".", 1)[0] for c in wanted} if json_like else set())
     missing = [] if json_like else [c for c in wanted if c not in have]
@@ -103,6 +104,9 @@ def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
     if unexpected:
         why.append(f"unexpected column(s) {', '.join(map(repr, unexpected))}")
     hint = " (map them or list them under drop: in the mapping)"
+    if any(c in padded for c in missing):
+        hint = (" (the header pads names with spaces: " + ", ".join(repr(padded[c]) for c in missing if c in padded)
+                + "; write the names so in the mapping, spaces included)")
     if mapping.format == "csv" and len(header) == 1:
         other = next((d for d in (",", ";", "\t", "|") if d != mapping.delimiter and d in header[0]), None)
         hint = f" (the header looks {other!r}-delimited: set delimiter: {json.dumps(other)} in the mapping)" if other else hint
@@ -345,14 +349,38 @@ def field_columns(mapping: SourceMapping, id_field: str) -> dict[str, str]:
 
 
 def name_columns(rejects: Sequence[Reject], columns: Mapping[str, str]) -> list[Reject]:
-    """Reject reasons name the export's column next to the field: ``field 'x' (column 'y')``."""
+    """Reject reasons name the export's column next to the field: ``field 'x' (column 'y')``, and the fix when
+    the value says what it is (a ``$`` amount wants ``strip:``, a date in another order wants ``formats:``)."""
     out = []
     for r in rejects:
         reason = r.reason
+        fixes = []
         for name, col in columns.items():
             reason = reason.replace(f"field {name!r} fails", f"field {name!r} (column {col!r}) fails")
+            fixes += _value_fixes(reason, name)
+        if fixes:
+            reason += "; fix: " + ", ".join(dict.fromkeys(fixes))
         out.append(dataclasses.replace(r, reason=reason))
     return out
+
+
+_FAILS = re.compile(r"field '(?P<name>\w+)' \(column [^)]*\) fails '(?P<check>[^']*)' \(got '(?P<got>[^']*)'\)")
+_DAYFIRST = re.compile(r"^\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}")
+
+
+def _value_fixes(reason: str, name: str) -> list[str]:
+    """The mapping keys that would read the values ``reason`` quotes for field ``name``."""
+    fixes = []
+    for m in _FAILS.finditer(reason):
+        if m["name"] != name:
+            continue
+        got, check = m["got"].strip(), m["check"]
+        if check.endswith(("number", "integer")) and re.fullmatch(r"[$€£¥]?\s*-?[\d,.\s]+\s*[$€£¥]?", got):
+            chars = "".join(dict.fromkeys(c for c in got if c in "$€£¥, "))
+            fixes.append(f"strip: {json.dumps(chars)} under fields.{name}")
+        elif check.endswith(("date", "datetime")) and _DAYFIRST.match(got):
+            fixes.append(f"formats: ['%m/%d/%Y'] (or '%d/%m/%Y', as the export writes dates) under fields.{name}")
+    return fixes
 
 
 Build = Callable[[Mapping[str, Any]], dict[str, Any]]
