@@ -12,6 +12,7 @@ import codecs
 import csv
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -24,7 +25,7 @@ HEADER = "id,status,desc"
 GOOD = [f"P{i},open,row {i}" for i in range(1, 11)]  # lines 2..11 of a clean file
 
 
-def _read(tmp_path: Path, data: bytes, name: str = "export.csv", **kw: str) -> CsvFile:
+def _read(tmp_path: Path, data: bytes, name: str = "export.csv", **kw: Any) -> CsvFile:
     day = tmp_path / "day"
     day.mkdir(exist_ok=True)
     (day / name).write_bytes(data)
@@ -176,3 +177,11 @@ def test_good_rows_written_by_csv_land_and_damaged_lines_are_named(tmp_path_fact
     _accounted(got, len(good) + len(damage))
     assert got.rows == expected
     assert [r.record_ref for r in got.rejects] == expected_rejects
+
+
+def test_a_file_over_the_size_limit_is_one_reject_standing_for_its_rows(tmp_path: Path) -> None:
+    got = _read(tmp_path, _lines(HEADER, *GOOD).encode(), max_bytes=50)
+    _accounted(got, 10)
+    (rej,) = got.rejects
+    assert rej.record_ref is None and rej.rows == 10
+    assert rej.reason.startswith("file is 157 bytes (11 lines), over the 50-byte limit; fix: split the export")
