@@ -112,7 +112,13 @@ def _physical_lines(data: bytes, encoding: str, out: CsvFile) -> list[str | byte
         out.reject_file(f"the file holds NUL bytes: {_nul_encoding(data)}; fix: re-save it as UTF-8 "
                         "(or set encoding: utf-16 in the mapping)", rows)
         return None
-    return [_decode(line, codec) for line in _split(data)]
+    try:  # the usual file decodes whole: one decode, then split the text
+        text = data.decode(codec)
+    except UnicodeDecodeError:
+        return [_decode(line, codec) for line in _split(data)]
+    sep = "\n" if "\n" in text or "\r" not in text else "\r"
+    parts = text.split(sep)
+    return [p + sep for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def _count_rows(data: bytes) -> int:
