@@ -118,7 +118,8 @@ def _physical_lines(data: bytes, encoding: str, out: CsvFile) -> list[str | byte
         return [_decode(line, codec) for line in _split(data)]
     sep = "\n" if "\n" in text or "\r" not in text else "\r"
     parts = text.split(sep)
-    return [p + sep for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    lines: list[str | bytes] = [p + sep for p in parts[:-1]]
+    return lines + ([parts[-1]] if parts[-1] else [])
 
 
 def _count_rows(data: bytes) -> int:
