@@ -23,6 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from codex_pipeline.embeddings.base import EmbeddingError, EmbeddingFailed
+from codex_pipeline.sources.mapping.schema import MappingError
 from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError
 from codex_pipeline.warehouse.catalog_views import SCHEMA
 from codex_pipeline.warehouse.storage import Warehouse
@@ -124,8 +125,8 @@ def storage_line(exc: OSError, what: str) -> str:
 
 def one_line(exc: BaseException, wh: Warehouse) -> str | None:
     """The one line for a failure any command can meet, or None when it is not one of them."""
-    if isinstance(exc, CliError):
-        return str(exc)
+    if isinstance(exc, (CliError, MappingError)):  # a mapping's mistake is the user's: file, line, key, fix
+        return _flat(exc)
     if isinstance(exc, CatalogBusy):
         return busy_line(exc, wh)
     if isinstance(exc, duckdb.Error):

@@ -73,6 +73,7 @@ class Reject:
     record_ref: str | None = None
     excerpt: str | None = None
     stage: str = "ingest"
+    rows: int = 1  # input rows it stands for: a whole file rejected after reading stands for all its rows
 
 
 @dataclass

@@ -37,7 +37,7 @@ from codex_pipeline.sources.documents import iter_documents_day, load_documents_
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.events import load_events_day
 from codex_pipeline.sources.mapping.kinds import MappedDataset, load_mapped_dataset, mapping_files
-from codex_pipeline.sources.mapping.schema import MappingError, mapping_digest
+from codex_pipeline.sources.mapping.schema import MappingError, mapping_digest, with_line
 from codex_pipeline.sources.markdown import iter_docs_day, load_docs_day
 from codex_pipeline.sources.narrative import iter_narrative_day, load_narrative_day
 from codex_pipeline.sources.osha import load_osha_day
@@ -71,6 +71,10 @@ class DatasetSpec:
     # a reader that yields a day's documents one at a time (rejects appended as found), so the
     # raw step's memory is bounded by a row group, not by the day; None: load_day reads the day whole
     iter_day: Callable[[Path, list[Reject]], Iterator[SourceDocument]] | None = None
+    # a day whose rejected share of rows read is over this fails its raw step (and so does one where none landed);
+    # None: not checked (the built-ins' samples reject on purpose). Mapped datasets: the mapping's, default 0.5
+    max_reject_ratio: float | None = None
+    mapping_file: Path | None = None  # the mapping a mapped dataset was registered from, for error lines
 
     @property
     def chunked(self) -> bool:
@@ -252,6 +256,8 @@ def mapped_spec(md: MappedDataset) -> DatasetSpec:
         chunker_revision="1.0",
         source_version=f"{MAPPED_READER_REVISION}+{md.digest}",
         propositions=bool(md.mapping.propositions),
+        max_reject_ratio=md.mapping.max_reject_ratio,
+        mapping_file=md.path,
     )
 
 
@@ -320,7 +326,8 @@ def _mapped(path: Path, taken: set[str], origin: Mapping[str, Path]) -> DatasetS
     if md.name in taken:
         first = origin.get(md.name)
         where = f"mapping {first}" if first else "a built-in dataset"
-        raise MappingError(f"mapping {path}: key 'dataset': {md.name!r} is already {where}; fix: choose another name")
+        raise with_line(MappingError(f"mapping {path}: key 'dataset': {md.name!r} is already {where}; fix: choose another "
+                                     "name"), path, path.read_text(encoding="utf-8"))
     return mapped_spec(md)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -64,6 +65,7 @@ class Ingest:
     def __init__(self, spec: DatasetSpec, day: dt.date, rejects: list[Reject]) -> None:
         self.spec, self.day, self.rejects = spec, day, rejects
         self.record_ids: list[str] = []
+        self.by_file: Counter[str] = Counter()  # documents kept per landing file, for the row accounting
         self._seen: set[str] = set()
 
     @property
@@ -89,6 +91,7 @@ class Ingest:
                 continue
             self._seen.add(doc.doc_id)
             self.record_ids.append(doc.record_id)
+            self.by_file[doc.source_file] += 1
             kept.append(doc)
         # computed here, once per document, so a chunk run (one per chunking version) reads it;
         # a raw-only dataset is never chunked and stores none

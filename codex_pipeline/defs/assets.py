@@ -24,7 +24,7 @@ from codex_pipeline.defs.metadata import (
 )
 from codex_pipeline.defs.partitions import DEFAULT_PARTITIONS
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
-from codex_pipeline.pipeline import run_chunks_day, run_embeddings, run_raw_day
+from codex_pipeline.pipeline import RawDayFailed, run_chunks_day, run_embeddings, run_raw_day
 
 __all__ = [
     "ADDRESS_CHECK", "CONTRACT_CHECK", "EMBEDDINGS_POOL", "ONE_RUN_PER_DAY", "UNIQUE_CHECK",
@@ -78,7 +78,10 @@ def build_raw_asset(spec: DatasetSpec, partitions: dg.PartitionsDefinition = DEF
         metadata={"dataset": spec.name},
     )
     def raw(context: dg.AssetExecutionContext, warehouse: CodexWarehouse) -> Iterator[dg.MaterializeResult]:
-        done = run_raw_day(spec, warehouse.get(), _day(context), context.log)
+        try:
+            done = run_raw_day(spec, warehouse.get(), _day(context), context.log)
+        except RawDayFailed as exc:  # the user's input, not a bug: one line, no traceback
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
         if not done.skipped:  # nothing landed, nothing to retract: the day's later steps are skipped
             yield dg.MaterializeResult(metadata=raw_metadata(done))
 

@@ -28,6 +28,7 @@ from codex_pipeline.pipeline.results import (
     StepLog,
     UniqueIdsResult,
 )
+from codex_pipeline.pipeline.row_accounting import RawDayFailed
 from codex_pipeline.pipeline.search_index_step import run_search_index
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "EmbeddingsResult",
     "PropositionEmbeddingsResult",
     "PropositionsResult",
+    "RawDayFailed",
     "RawDayResult",
     "SearchIndexResult",
     "StepLog",

@@ -22,7 +22,9 @@ from codex_pipeline.datasets.registry import DatasetSpec
 from codex_pipeline.pipeline.housekeeping import rejects_preview, set_aside_damaged, write_if_any
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import RawDayResult, StepLog
+from codex_pipeline.pipeline.row_accounting import RawDayFailed, RowAccount, account_rows, check_rows
 from codex_pipeline.sources.files import landing_scope, screen_landing, unusable
+from codex_pipeline.sources.tally import counting_rows
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
 from codex_pipeline.warehouse.catalog import ensure_views
 from codex_pipeline.warehouse.current import IndexChange, ensure_index, tombstones_table, update_index
@@ -36,11 +38,17 @@ class _Ingested:
     documents: int
     record_ids: frozenset[str]
     rejects: pa.Table
-    path: Path
+    path: Path | None  # None: not published (the rows did not add up, or too many were rejected)
+    rows: RowAccount
+    failure: str | None = None
 
 
 def run_raw_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog | None = None) -> RawDayResult:
-    """Ingest ``landing/<dataset>/<day>/``; ``skipped`` when nothing landed and nothing is to be retracted."""
+    """Ingest ``landing/<dataset>/<day>/``; ``skipped`` when nothing landed and nothing is to be retracted.
+
+    :class:`~codex_pipeline.pipeline.row_accounting.RawDayFailed` (one line) when rows do not add
+    up or too many were rejected: the rejects are written, the raw partition is not.
+    """
     rec = Recorder(log)
     landing = wh.landing_dir(spec.name, day)
     if not landing.is_dir() and not wh.partition_path(spec.name, "raw", day).exists():
@@ -53,6 +61,10 @@ def run_raw_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog | N
         rec.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
     ingested = _ingest(spec, wh, day, landing)
     wh.write(ingested.rejects, spec.name, "rejects", day, part="ingest")
+    if ingested.failure is not None:  # the rejects stay queryable; nothing of the day is published
+        ensure_views(wh, [(spec.name, "rejects")])
+        rec.error(ingested.failure)
+        raise RawDayFailed(ingested.failure)
     marks, change = _tombstones(spec, wh, day, landing, ingested.record_ids)
     write_if_any(wh, steps.rejects_table(spec.name, day, marks.rejects), spec.name, "rejects", day, "tombstone")
     created = ensure_views(wh, [(spec.name, t) for t in RAW_VIEWS])
@@ -63,24 +75,36 @@ def run_raw_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog | N
         spec.name, day, landing, documents=ingested.documents, rejects=ingested.rejects.num_rows,
         rejects_preview=rejects_preview(ingested.rejects), tombstones=len(marks.tombstones),
         tombstone_rejects=len(marks.rejects), current=change.as_metadata() if change else {},
+        rows=ingested.rows.as_metadata(), rows_by_file=ingested.rows.markdown(),
         path=ingested.path, views_created=tuple(created), damaged=damaged, warnings=tuple(rec.warnings),
     )
 
 
 def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _Ingested:
-    """Write the day's ``raw`` file (empty when no folder landed); duplicates and bad files become rejects."""
+    """Write the day's ``raw`` file (empty when no folder landed); duplicates and bad files become rejects.
+
+    Published only when every row read landed or was rejected by name and the rejects are
+    within the dataset's ``max_reject_ratio`` (:mod:`~codex_pipeline.pipeline.row_accounting`).
+    """
     rejected: list[Reject] = screen_landing(landing)  # links leaving the folder, hidden files, control characters
     ingest = steps.Ingest(spec, day, rejected)
+    failure = None
     with (
         landing_scope(landing, wh.steps.follow_landing_links),  # what readers may follow links into
         without_tombstones(landing) as folder,  # _deleted.* files are never the reader's input
+        counting_rows() as tally,
         wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
     ):
         for table in ingest.tables(spec.documents(folder, rejected)):
             out.write(table)
-        path = out.publish()
+        rows = account_rows(tally, ingest.by_file, rejected)
+        try:
+            check_rows(rows, spec.name, day, spec.max_reject_ratio, spec.mapping_file)
+        except RawDayFailed as exc:
+            failure = str(exc)
+        path = out.publish() if failure is None else None
     rejects = steps.rejects_table(spec.name, day, rejected)
-    return _Ingested(ingest.documents, frozenset(ingest.record_ids), rejects, path)
+    return _Ingested(ingest.documents, frozenset(ingest.record_ids), rejects, path, rows, failure)
 
 
 def _tombstones(

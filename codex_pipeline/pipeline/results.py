@@ -49,6 +49,8 @@ class RawDayResult:
     views_created: tuple[str, ...] = ()
     damaged: tuple[str, ...] = ()  # damaged files set aside before the step read anything
     warnings: tuple[str, ...] = ()  # what was logged at warning level or above
+    rows: dict[str, int] = field(default_factory=dict)  # rows_read / rows_landed / rows_rejected of row-reading files
+    rows_by_file: str = ""  # Markdown table: each row-reading file's rows read, landed, rejected
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,7 @@ has, by field) while the valid ones still land.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import json
 import math
 from collections.abc import Callable, Iterable
@@ -19,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.csv_rows import read_csv_file
 from codex_pipeline.sources.files import landing_files, read_text
+from codex_pipeline.sources.tally import count_rows
 
 if TYPE_CHECKING:
     import pandera.pandas as pa
@@ -209,28 +209,20 @@ def read_json_lines(path: Path, day_dir: Path) -> tuple[list[RawRecord], list[Re
             rejects.append(Reject(rel, f"expected a JSON object, got {type(obj).__name__}", f"line {n}", line[:300]))
             continue
         records.append(RawRecord(rel, f"line {n}", obj))
+    count_rows(rel, len(records) + len(rejects))
     return records, rejects
 
 
-def read_csv_rows(path: Path, day_dir: Path) -> tuple[list[dict[str, str]], list[str], list[Reject]]:
-    """Rows of a CSV file as dicts of strings (with their ``row N`` refs)."""
-    rel = path.relative_to(day_dir).as_posix()
-    text = read_text(path, day_dir)
-    if isinstance(text, Reject):
-        return [], [], [text]
-    reader = csv.DictReader(io.StringIO(text))
-    rows, refs, rejects = [], [], []
-    try:
-        for row in reader:
-            ref = f"row {reader.line_num}"
-            if None in row:  # more cells than header columns
-                rejects.append(Reject(rel, f"{len(row[None])} cell(s) beyond the header", ref))
-                continue
-            rows.append(row)
-            refs.append(ref)
-    except csv.Error as exc:
-        rejects.append(Reject(rel, f"malformed CSV: {exc}", f"row {reader.line_num}"))
-    return rows, refs, rejects
+def read_csv_rows(path: Path, day_dir: Path, delimiter: str = ",", encoding: str = "utf-8"
+                  ) -> tuple[list[dict[str, str]], list[str], list[Reject]]:
+    """Rows of a CSV file as dicts of strings (with their ``row N`` refs: the physical line each starts on).
+
+    Every record is a row or a named reject (:mod:`~codex_pipeline.sources.csv_rows`); the
+    file's row count goes to the raw step's tally.
+    """
+    got = read_csv_file(path, day_dir, delimiter, encoding)
+    count_rows(got.rel, got.rows_read)
+    return got.rows, got.refs, got.rejects
 
 
 def read_day(

@@ -203,7 +203,8 @@ def csv_reader(
                 why.append(f"missing required column(s) {', '.join(map(repr, missing))}")
             if unknown:
                 why.append(f"unknown column(s) {', '.join(map(repr, unknown))}")
-            return [], rejects + [Reject(rel, "CSV header does not match the schema: " + "; ".join(why))]
+            return [], rejects + [Reject(rel, f"CSV header does not match the schema (all {len(rows)} row(s) of the file "
+                                              "rejected): " + "; ".join(why), rows=len(rows))]
         records = [
             RawRecord(rel, ref, {f: coerce_cell(row.get(c), by_name[f].type) for c, f in columns.items()})
             for row, ref in zip(rows, refs)

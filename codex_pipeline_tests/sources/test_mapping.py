@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def test_an_invalid_mapping_fails_in_one_line_naming_the_key_and_the_fix(tmp_pat
     with pytest.raises(MappingError) as err:
         load_mapped_dataset(path)
     text = str(err.value)
-    assert "\n" not in text and text.startswith(f"mapping {path}: ") and message in text, text
+    assert "\n" not in text and re.match(rf"mapping {re.escape(str(path))}(, line \d+)?: ", text) and message in text, text
 
 
 def test_a_header_that_does_not_match_rejects_the_file_naming_the_columns(tmp_path: Path) -> None:
@@ -276,3 +277,33 @@ def test_a_crs_proj_does_not_know_rejects_rows_naming_it(tmp_path: Path) -> None
     (rej,) = md.load_day(day(tmp_path, "p.csv", f"{HEADER}\n{row}\n")).rejects
     assert rej.record_ref == "row 2, Permit No='A-1'"
     assert rej.reason.startswith("coordinates.crs: ") and "fix the mapping" in rej.reason
+
+
+CRANES = """codex_mapping: 1
+dataset: cranes
+kind: record
+title: crane permit
+id: ID
+fields:
+  cost: {column: COST, type: number}
+  applied: {column: INDATE, type: date}
+"""
+
+
+def test_rejects_say_which_mapping_key_reads_the_value(tmp_path: Path) -> None:
+    md = load_mapped_dataset(write(tmp_path, "m.yaml", CRANES))
+    res = md.load_day(day(tmp_path, "c.csv", 'ID,COST,INDATE\nC-1,"$20,000.00",2026-11-20\nC-2,15,11/20/2026\n'))
+    reasons = {r.record_ref: r.reason for r in res.rejects}
+    assert reasons["row 2, record_id='C-1'"].endswith("; fix: strip: \"$,\" under fields.cost")
+    assert reasons["row 3, record_id='C-2'"].endswith("; fix: formats: ['%m/%d/%Y'] (or '%d/%m/%Y', as the export "
+                                                      "writes dates) under fields.applied")
+
+
+def test_a_padded_header_name_is_pointed_out(tmp_path: Path) -> None:
+    md = load_mapped_dataset(write(tmp_path, "m.yaml", CRANES))
+    res = md.load_day(day(tmp_path, "c.csv", "ID, COST ,INDATE\nC-1,1,2026-11-20\nC-2,2,2026-11-21\n"))
+    (rej,) = res.rejects
+    assert rej.rows == 2 and rej.reason == (
+        "not a crane permit export: missing column(s) 'COST'; unexpected column(s) ' COST ' (the header pads names "
+        "with spaces: ' COST '; write the names so in the mapping, spaces included) (all 2 rows of the file rejected "
+        "with it)")

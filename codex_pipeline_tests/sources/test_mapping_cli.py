@@ -47,7 +47,7 @@ def test_an_invalid_mapping_is_one_line_on_stderr(tmp_path: Path, capsys: pytest
     bad.write_text((MAPPINGS_DIR / "squamish_permits.yaml").read_text().replace("kind: permit", "kind: permit\nidd: x"))
     assert main(["sources", "check", str(SQUAMISH), "--mapping", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err == f"codex sources: mapping {bad}: key 'idd': Extra inputs are not permitted; fix: remove it or fix its spelling\n"
+    assert err == f"codex sources: mapping {bad}, line 6: key 'idd': Extra inputs are not permitted; fix: remove it or fix its spelling\n"
 
 
 def test_init_drafts_a_mapping_that_loads_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,3 +118,28 @@ def test_page_writes_a_dataset_page_whose_header_matches_the_registry(name: str,
     table = page.split("## Columns", 1)[1]
     assert all(f"`{c.replace('|', chr(92) + '|')}`" in table for c in load_mapping(path).columns())
     assert all(line.count("|") - line.count("\\|") == 4 for line in table.splitlines() if line.startswith("| "))
+
+
+def test_a_duplicate_key_is_an_error_naming_both_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "dup.yaml"
+    text = (MAPPINGS_DIR / "squamish_permits.yaml").read_text()
+    bad.write_text(text.replace("kind: permit", "kind: permit\nkind: record"))
+    line = text.splitlines().index("kind: permit") + 1
+    assert main(["sources", "check", str(SQUAMISH), "--mapping", str(bad)]) == 2
+    assert capsys.readouterr().err == (f"codex sources: mapping {bad}, line {line + 1}: key 'kind' is given twice "
+                                       f"(lines {line} and {line + 1}); fix: keep one of them (YAML would silently "
+                                       "use the last)\n")
+
+
+def test_a_bad_mapping_in_the_folder_is_the_users_error_not_a_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "mappings"
+    folder.mkdir()
+    (folder / "m.yaml").write_text((MAPPINGS_DIR / "squamish_permits.yaml").read_text()
+                                   .replace("dataset: squamish_permits", "dataset: squamish_permits_b")
+                                   .replace("kind: permit", "kind: permits"))
+    monkeypatch.setenv("CODEX_MAPPINGS_DIR", str(folder))
+    assert main(["--data-dir", str(tmp_path / "data"), "materialize", "2026-11-24"]) == 2
+    err = capsys.readouterr().err
+    assert "a bug in codex" not in err and err.count("\n") == 1
+    assert f"mapping {folder / 'm.yaml'}, line " in err and "key 'kind': Input should be" in err and "fix:" in err

@@ -14,6 +14,7 @@ from codex_pipeline.sources.mapping.kinds import MappedDataset, kind_parts
 from codex_pipeline.sources.mapping.reader import check_crs, name_columns
 from codex_pipeline.sources.mapping.schema import MappingError
 from codex_pipeline.sources.records import dedupe_by
+from codex_pipeline.sources.tally import counting_rows
 
 
 @dataclass
@@ -61,14 +62,15 @@ def check_file(md: MappedDataset, path: Path, first: int = 5) -> CheckReport:
         raise MappingError(f"mapping {md.path}: key 'coordinates.crs': {why}; fix: an EPSG code such as EPSG:3857")
     parts = kind_parts(md.mapping, md.name)
     report = CheckReport(str(md.path), md.name, md.mapping.kind, str(path))
-    raw, read_rejects = parts.reader(path, path.parent)
+    with counting_rows() as tally:
+        raw, read_rejects = parts.reader(path, path.parent)
     valid, bad = parts.rules.validate(raw)
     rid = parts.rules.schema.id_field
     keep, dups = dedupe_by(valid, lambda r: str(r.data[rid]), "record id")
     rejects = name_columns(read_rejects + bad + dups, parts.columns)
     report.file_rejects = [r.reason for r in rejects if not r.record_ref]
     row_rejects = [r for r in rejects if r.record_ref]
-    report.rows = len(raw) + sum(1 for r in read_rejects if r.record_ref)
+    report.rows = tally.get(path.name, len(raw) + sum(1 for r in read_rejects if r.record_ref))
     report.landed = len(keep)
     report.rejects = sorted(((r.record_ref or "", r.reason) for r in row_rejects), key=lambda x: _order(x[0]))
     by_ref = {_row_key(ref): why for ref, why in report.rejects}

@@ -26,7 +26,7 @@ from codex_pipeline.sources.mapping.reader import (
     mapped_reader,
     name_columns,
 )
-from codex_pipeline.sources.mapping.schema import MappingError, SourceMapping, load_mapping, mapping_digest
+from codex_pipeline.sources.mapping.schema import MappingError, SourceMapping, load_mapping, mapping_digest, with_line
 from codex_pipeline.sources.permits import (
     PERMIT_RULES,
     check_permit_mapping,
@@ -192,7 +192,10 @@ def check_mapping(m: SourceMapping, path: str) -> None:
 def load_mapped_dataset(path: Path) -> MappedDataset:
     """One mapping file, parsed and checked for its kind; :class:`MappingError` names the key and the fix."""
     m = load_mapping(path)
-    check_mapping(m, str(path))
+    try:
+        check_mapping(m, str(path))
+    except MappingError as exc:
+        raise with_line(exc, path, path.read_text(encoding="utf-8")) from None
     return MappedDataset(path, m, mapping_digest(m))
 
 

@@ -9,9 +9,8 @@ the row here, naming the row, the column and the rule.
 
 from __future__ import annotations
 
-import csv
+import dataclasses
 import datetime as dt
-import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -21,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.csv_rows import read_csv_file
 from codex_pipeline.sources.files import read_text
 from codex_pipeline.sources.mapping.schema import Coordinates, FieldRule, ScopeRule, SourceMapping
-from codex_pipeline.sources.records import RawRecord, read_csv_rows, read_json_lines, short_repr
+from codex_pipeline.sources.records import RawRecord, read_json_lines, short_repr
 from codex_pipeline.sources.structured import clean_text, coerce_cell, one_line_text
+from codex_pipeline.sources.tally import count_rows
 
 Rows = tuple[list[dict[str, Any]], list[str], list[str], list[Reject]]  # rows, refs, header, rejects
 _ID_CLEAN = re.compile(r"[^A-Za-z0-9._-]+")
@@ -33,13 +34,15 @@ SUFFIXES = {"csv": ".csv", "jsonl": ".jsonl", "json": ".json"}
 
 
 def read_rows(path: Path, day_dir: Path, fmt: str, delimiter: str = ",", encoding: str = "utf-8") -> Rows:
-    """The export's rows (dicts keyed by column), their refs, the header, and file-level rejects."""
+    """The export's rows (dicts keyed by column), their refs, the header, and rejects (rows and whole files).
+
+    Each file's row count goes to the raw step's tally (:func:`~codex_pipeline.sources.tally.count_rows`).
+    """
     rel = path.relative_to(day_dir).as_posix()
-    if fmt == "csv" and (delimiter, encoding) != (",", "utf-8"):
-        return _read_csv(path, rel, delimiter, encoding)
     if fmt == "csv":
-        rows, refs, rejects = read_csv_rows(path, day_dir)
-        return list(rows), refs, list(rows[0]) if rows else [], rejects
+        got = read_csv_file(path, day_dir, delimiter, encoding)
+        count_rows(rel, got.rows_read)
+        return got.rows, got.refs, got.header, got.rejects
     if fmt == "jsonl":
         recs, rejects = read_json_lines(path, day_dir)
         return [r.data for r in recs], [r.ref for r in recs], _keys(r.data for r in recs), rejects
@@ -59,29 +62,8 @@ def read_rows(path: Path, day_dir: Path, fmt: str, delimiter: str = ",", encodin
             refs.append(f"item {i}")
         else:
             rejects.append(Reject(rel, f"expected a JSON object, got {type(obj).__name__}", f"item {i}", short_repr(obj, 300)))
+    count_rows(rel, len(data))
     return rows, refs, _keys(rows), rejects
-
-
-def _read_csv(path: Path, rel: str, delimiter: str, encoding: str) -> Rows:
-    """CSV with another delimiter or encoding than the default UTF-8 with commas."""
-    try:
-        text = path.read_bytes().decode(encoding).replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
-    except (OSError, UnicodeDecodeError, LookupError) as exc:
-        return [], [], [], [Reject(rel, f"cannot read as {encoding}: {exc}")]
-    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
-    rows: list[dict[str, Any]] = []
-    refs: list[str] = []
-    rejects: list[Reject] = []
-    try:
-        for row in reader:
-            if None in row:
-                rejects.append(Reject(rel, f"{len(row[None])} cell(s) beyond the header", f"row {reader.line_num}"))
-                continue
-            rows.append(row)
-            refs.append(f"row {reader.line_num}")
-    except csv.Error as exc:
-        rejects.append(Reject(rel, f"malformed CSV: {exc}", f"row {reader.line_num}"))
-    return rows, refs, list(reader.fieldnames or []), rejects
 
 
 def _keys(rows: Any) -> list[str]:
@@ -109,6 +91,7 @@ def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
     """
     wanted = mapping.columns()
     have = set(header)
+    padded = {h.strip(): h for h in header if h != h.strip()}
     json_like = mapping.format != "csv"
     tops = set(wanted) | ({c.split(".", 1)[0] for c in wanted} if json_like else set())
     missing = [] if json_like else [c for c in wanted if c not in have]
@@ -121,6 +104,9 @@ def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
     if unexpected:
         why.append(f"unexpected column(s) {', '.join(map(repr, unexpected))}")
     hint = " (map them or list them under drop: in the mapping)"
+    if any(c in padded for c in missing):
+        hint = (" (the header pads names with spaces: " + ", ".join(repr(padded[c]) for c in missing if c in padded)
+                + "; write the names so in the mapping, spaces included)")
     if mapping.format == "csv" and len(header) == 1:
         other = next((d for d in (",", ";", "\t", "|") if d != mapping.delimiter and d in header[0]), None)
         hint = f" (the header looks {other!r}-delimited: set delimiter: {json.dumps(other)} in the mapping)" if other else hint
@@ -363,14 +349,38 @@ def field_columns(mapping: SourceMapping, id_field: str) -> dict[str, str]:
 
 
 def name_columns(rejects: Sequence[Reject], columns: Mapping[str, str]) -> list[Reject]:
-    """Reject reasons name the export's column next to the field: ``field 'x' (column 'y')``."""
+    """Reject reasons name the export's column next to the field: ``field 'x' (column 'y')``, and the fix when
+    the value says what it is (a ``$`` amount wants ``strip:``, a date in another order wants ``formats:``)."""
     out = []
     for r in rejects:
         reason = r.reason
+        fixes = []
         for name, col in columns.items():
             reason = reason.replace(f"field {name!r} fails", f"field {name!r} (column {col!r}) fails")
-        out.append(Reject(r.source_file, reason, r.record_ref, r.excerpt, r.stage))
+            fixes += _value_fixes(reason, name)
+        if fixes:
+            reason += "; fix: " + ", ".join(dict.fromkeys(fixes))
+        out.append(dataclasses.replace(r, reason=reason))
     return out
+
+
+_FAILS = re.compile(r"field '(?P<name>\w+)' \(column [^)]*\) fails '(?P<check>[^']*)' \(got '(?P<got>[^']*)'\)")
+_DAYFIRST = re.compile(r"^\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}")
+
+
+def _value_fixes(reason: str, name: str) -> list[str]:
+    """The mapping keys that would read the values ``reason`` quotes for field ``name``."""
+    fixes = []
+    for m in _FAILS.finditer(reason):
+        if m["name"] != name:
+            continue
+        got, check = m["got"].strip(), m["check"]
+        if check.endswith(("number", "integer")) and re.fullmatch(r"[$€£¥]?\s*-?[\d,.\s]+\s*[$€£¥]?", got):
+            chars = "".join(dict.fromkeys(c for c in got if c in "$€£¥, "))
+            fixes.append(f"strip: {json.dumps(chars)} under fields.{name}")
+        elif check.endswith(("date", "datetime")) and _DAYFIRST.match(got):
+            fixes.append(f"formats: ['%m/%d/%Y'] (or '%d/%m/%Y', as the export writes dates) under fields.{name}")
+    return fixes
 
 
 Build = Callable[[Mapping[str, Any]], dict[str, Any]]
@@ -386,7 +396,8 @@ def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path]
             return [], rejects
         problem = header_problem(mapping, header)
         if problem:
-            return [], rejects + [Reject(rel, problem)]
+            every = f" (all {len(rows)} rows of the file rejected with it)" if len(rows) > 1 else ""
+            return [], rejects + [Reject(rel, problem + every, rows=len(rows))]
         records = []
         for row, ref in zip(rows, refs):
             try:

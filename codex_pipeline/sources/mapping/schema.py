@@ -35,6 +35,23 @@ class _Loader(yaml.SafeLoader):
     """YAML 1.2 booleans: only true/false. Column names such as ``No``, ``Y`` or ``On`` stay strings."""
 
 
+class DuplicateKey(yaml.MarkedYAMLError):
+    """A key given twice in one YAML mapping: PyYAML keeps the last silently, a mapping must not."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise DuplicateKey(problem=f"key {key!r} is given twice (lines {seen[key]} and {line})",
+                               problem_mark=key_node.start_mark)
+        seen[key] = line
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
@@ -146,6 +163,8 @@ class SourceMapping(_Strict):
     unexpected_columns: Literal["reject", "ignore"] = "reject"
     view: RecordView = RecordView()
     propositions: bool | None = None  # None: on for permits, off for record views
+    # a landing day whose rejected share of rows read is over this fails its raw step (none landed: always fails)
+    max_reject_ratio: float = Field(0.5, ge=0, le=1)
 
     @field_validator("fields")
     @classmethod
@@ -188,6 +207,9 @@ def parse_mapping(text: str, path: str) -> SourceMapping:
     """A mapping from YAML text; :class:`MappingError` names the file, the key and the fix."""
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKey as exc:
+        raise MappingError(f"mapping {path}, line {exc.problem_mark.line + 1}: {exc.problem}; "  # type: ignore[union-attr]
+                           "fix: keep one of them (YAML would silently use the last)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -207,13 +229,47 @@ def parse_mapping(text: str, path: str) -> SourceMapping:
     return mapping
 
 
+_KEY = re.compile(r"key '([^']+)'")
+
+
+def with_line(exc: MappingError, path: Path | str, text: str) -> MappingError:
+    """``exc`` with the line of the key it names: ``mapping FILE, line N: key 'a.b': …`` (unchanged when not found)."""
+    msg = str(exc)
+    head = f"mapping {path}: "
+    found = _KEY.search(msg)
+    if not msg.startswith(head) or found is None:
+        return exc
+    line = _key_line(text, found.group(1).split("."))
+    return MappingError(f"mapping {path}, line {line}: {msg[len(head):]}") if line else exc
+
+
+def _key_line(text: str, parts: list[str]) -> int | None:
+    """The line of the deepest key of ``parts`` found in the YAML ``text`` (None: not even the first)."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in parts:
+        if not isinstance(node, yaml.MappingNode):
+            break
+        hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
+        if hit is None:
+            break
+        line, node = hit[0].start_mark.line + 1, hit[1]
+    return line
+
+
 def load_mapping(path: Path) -> SourceMapping:
     """The mapping file at ``path``; :class:`MappingError` when it is unreadable or wrong (:func:`parse_mapping`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise MappingError(f"mapping {path}: cannot read it ({exc}); fix: give a readable UTF-8 YAML file") from None
-    return parse_mapping(text, str(path))
+    try:
+        return parse_mapping(text, str(path))
+    except MappingError as exc:
+        raise with_line(exc, path, text) from None
 
 
 def mapping_digest(mapping: SourceMapping) -> str:

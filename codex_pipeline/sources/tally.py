@@ -1,0 +1,35 @@
+"""How many input rows each landing file held, as its reader found them.
+
+Row readers (CSV, JSON Lines, JSON arrays) call :func:`count_rows` once per file; the raw
+step opens :func:`counting_rows` around a day's reading and then checks, file by file,
+that every row read landed or was rejected by name. Outside that block counting is a
+no-op, so ``codex sources check`` and tests call readers as before. A context variable
+rather than a new return value: the count must pass through every dataset's loader
+(validation, de-duplication, rendering) without each of them carrying it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+_TALLY: ContextVar[dict[str, int] | None] = ContextVar("row_tally", default=None)
+
+
+@contextlib.contextmanager
+def counting_rows() -> Iterator[dict[str, int]]:
+    """Readers called inside record their files' row counts in the dict yielded (file -> rows read)."""
+    tally: dict[str, int] = {}
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
+def count_rows(source_file: str, rows: int) -> None:
+    """Record that ``source_file`` (relative to the landing day) held ``rows`` input rows."""
+    tally = _TALLY.get()
+    if tally is not None:
+        tally[source_file] = rows
