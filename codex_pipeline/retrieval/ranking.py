@@ -107,6 +107,13 @@ def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_we
                 scored[key] = scored.get(key, 0.0) + weights[kind] * score
             else:
                 scored[key] = scored.get(key, 0.0) + weights[kind] / (settings.rrf_k + at)
+    if hybrid and settings.fusion == "convex":  # a row one list did not reach scores that list's last there
+        for kind, cands in lists.items():
+            if cands[:want]:
+                last = cands[:want][-1][0]
+                for key, held in ranks.items():
+                    if kind not in held:
+                        scored[key] += weights[kind] * last
     ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
     return [Ranked(name, row, scored[(name, row)], ranks[(name, row)]) for name, row in ordered]
 
@@ -124,7 +131,7 @@ def _ordered(kind: str, cands: list[Scored], hybrid: bool, settings: RetrievalSe
     if kind == "bm25" and hybrid and cands:
         floor = settings.lexical_floor * cands[0][0]
         cands = [c for c in cands if c[0] >= floor]
-    if kind == "vector" and convex and cands:
+    if kind == "vector" and convex and cands and settings.vector_norm == "minmax":
         hi, lo = cands[0][0], cands[-1][0]
         cands = [((c[0] - lo) / (hi - lo) if hi > lo else 1.0, c[1], c[2]) for c in cands]
     return cands

@@ -58,8 +58,12 @@ class RetrievalSettings:
     fusion: str = "rrf"
     """How hybrid mode fuses the BM25 and vector lists: ``"rrf"`` (reciprocal ranks) or ``"convex"`` (each list's
     scores normalized, then a weighted sum: BM25 divided by its dataset's best score for the query, cosine min-max
-    over the candidates; a row missing from a list scores 0 there). Weights: :attr:`bm25_weight` (or
+    over the candidates; a row missing from a list scores that list's last candidate's score there). Weights: :attr:`bm25_weight` (or
     :attr:`lexical_query_weight`) and :attr:`vector_weight` in both."""
+
+    vector_norm: str = "minmax"
+    """How ``convex`` fusion scales cosines: ``"minmax"`` over the candidates (the best 1, the last 0) or ``"raw"``
+    (the cosine itself: its spread among the candidates, often a few hundredths, is kept small)."""
 
     bm25_per_dataset: bool = False
     """When one search spans several datasets, order the BM25 candidates by their score over their own dataset's
