@@ -41,7 +41,7 @@ def chunk_counts(con, dataset: str) -> list[tuple[object, ...]]:
     """The demo's table of a dataset's chunks by type (COUNTS_COLUMNS). Its p50 is ``token_percentiles``',
     the one median that ``codex inspect summary`` and the chunks asset's metadata report too (DuckDB's
     ``median`` interpolates between the two middle counts, and so disagreed with them)."""
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for chunk_type, chunks, documents, tokens in con.execute(COUNTS_SQL.format(dataset=dataset)).fetchall():
         pct = token_percentiles(tokens)
         rows.append((chunk_type, chunks, documents, pct["p50"], pct["max"]))
