@@ -2,7 +2,8 @@
 # Install Debian's PostgreSQL server and Redis for the scale-out tests
 # (codex_pipeline_tests/deploy/): the tests start their own throw-away servers on
 # loopback, in temporary directories, and stop them; nothing here starts a service.
-# Idempotent: does nothing when initdb/pg_ctl and redis-server are already there.
+# Idempotent: does nothing when initdb/pg_ctl and redis-server are already there. `--check postgres`
+# or `--check redis`: say whether it is there and install nothing (exit 0 present, 1 absent).
 set -euo pipefail
 
 have_postgres() {
@@ -11,6 +12,15 @@ have_postgres() {
 have_redis() {
   command -v redis-server >/dev/null 2>&1
 }
+
+if [ "${1:-}" = --check ]; then
+  case "${2:-}" in
+    postgres) have_postgres && { echo "$(ls -d /usr/lib/postgresql/*/bin | head -n1)"; exit 0; } ;;
+    redis) have_redis && { echo "$(command -v redis-server) ($(redis-server --version | cut -d' ' -f3))"; exit 0; } ;;
+    *) echo "install_services: --check postgres|redis" >&2; exit 2 ;;
+  esac
+  exit 1
+fi
 
 packages=()
 have_postgres || packages+=(postgresql)

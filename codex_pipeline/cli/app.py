@@ -24,6 +24,7 @@ from codex_pipeline.cli.validate_command import add_validate_command
 from codex_pipeline.datasets.days import DayError, check_days
 from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
+from codex_pipeline.explore.stats import token_percentiles
 from codex_pipeline.settings import CodexSettings, SettingsError
 from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError, connect_catalog
 from codex_pipeline.warehouse.catalog_sandbox import QueryRefused, check_statements, open_query_session, refusal
@@ -31,16 +32,31 @@ from codex_pipeline.warehouse.queries import EXAMPLE_SQL
 from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files
 
 COUNTS_SQL = """\
-SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents,
-       median(token_count)::INT AS p50_tokens, max(token_count) AS max_tokens
+SELECT chunk_type, count(*) AS chunks, count(DISTINCT doc_id) AS documents, list(token_count) AS tokens
 FROM codex.{dataset}_chunks GROUP BY chunk_type ORDER BY chunk_type"""
+COUNTS_COLUMNS = ["chunk_type", "chunks", "documents", "p50_tokens", "max_tokens"]
+
+
+def chunk_counts(con, dataset: str) -> list[tuple[object, ...]]:
+    """The demo's table of a dataset's chunks by type (COUNTS_COLUMNS). Its p50 is ``token_percentiles``',
+    the one median that ``codex inspect summary`` and the chunks asset's metadata report too (DuckDB's
+    ``median`` interpolates between the two middle counts, and so disagreed with them)."""
+    rows: list[tuple[object, ...]] = []
+    for chunk_type, chunks, documents, tokens in con.execute(COUNTS_SQL.format(dataset=dataset)).fetchall():
+        pct = token_percentiles(tokens)
+        rows.append((chunk_type, chunks, documents, pct["p50"], pct["max"]))
+    return rows
 
 
 def _print_rows(con, sql: str, params: Sequence[object] = (), records: bool = False) -> None:
     """Print a query's rows as an aligned table, or as ``col=value`` records."""
     cur = con.execute(sql, list(params))
-    cols = [d[0] for d in cur.description]
-    rows = [tuple(" ".join(v.split()) if isinstance(v, str) else v for v in r) for r in cur.fetchall()]
+    _print_table([d[0] for d in cur.description], cur.fetchall(), records)
+
+
+def _print_table(cols: list[str], rows: Sequence[Sequence[object]], records: bool = False) -> None:
+    """Print rows as an aligned table, or as ``col=value`` records; whitespace in strings folded."""
+    rows = [tuple(" ".join(v.split()) if isinstance(v, str) else v for v in r) for r in rows]
     if records:
         for r in rows:
             print("  " + "  ".join(f"{c}={v}" for c, v in zip(cols, r)))
@@ -117,7 +133,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             if not spec.chunked or not wh.has_files(spec.name, "chunks"):
                 continue
             print(f"\ncodex.{spec.name}_chunks:")
-            _print_rows(con, COUNTS_SQL.format(dataset=spec.name))
+            _print_table(COUNTS_COLUMNS, chunk_counts(con, spec.name))
         rejects = [s.name for s in registry if wh.has_files(s.name, "rejects")]
         if rejects:
             print("\nrejected inputs (codex.<dataset>_rejects):")

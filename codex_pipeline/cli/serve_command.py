@@ -63,7 +63,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from codex_pipeline.serve.app import create_app
     except ImportError as exc:
-        raise CliError(f"codex serve needs FastAPI and uvicorn ({exc}): pip install 'codex-pipeline[serve]'") from None
+        # the module's name only: the serve modules' own ImportError already says what this line says
+        raise CliError(f"codex serve needs FastAPI and uvicorn (no module {exc.name or 'fastapi'!r}): "
+                       "pip install 'codex-pipeline[serve]'") from None
     from codex_pipeline.warehouse.storage import Warehouse
 
     if args.workers > 1 and args.rebuild:

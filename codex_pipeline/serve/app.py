@@ -24,7 +24,8 @@ try:
     from fastapi.middleware.cors import CORSMiddleware
     from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 except ImportError as exc:  # the [serve] extra is optional
-    raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'") from exc
+    raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'",
+                      name=exc.name) from exc
 
 from codex_pipeline.retrieval import IndexMissing, IndexOutdated
 from codex_pipeline.serve import convert, viewer

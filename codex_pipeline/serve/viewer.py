@@ -15,7 +15,8 @@ try:
     from fastapi import FastAPI, Query
     from fastapi.responses import HTMLResponse, RedirectResponse
 except ImportError as exc:  # the [serve] extra is optional
-    raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'") from exc
+    raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'",
+                      name=exc.name) from exc
 from pydantic import ValidationError
 
 from codex_pipeline.explore.navigation import Chunk
