@@ -149,6 +149,12 @@ GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the val
         "vector_weight": [0.5, 1.0, 2.0, 3.0],
         "lexical_floor": [0.0, 0.3],
     },
+    "fusion-final": {
+        "fusion": ["rrf", "convex"],
+        "vector_norm": ["minmax", "raw"],
+        "vector_weight": [0.5, 0.75, 1.0, 2.0],
+        "lexical_floor": [0.0, 0.3],
+    },
     "passage": {
         "unit_vector_weight": [0.0, 0.25, 0.5, 1.0],
         "lexical_weight": [0.5, 1.0],

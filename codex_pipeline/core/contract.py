@@ -39,6 +39,11 @@ class ChunkType(str, Enum):
 
 CHUNK_TYPES: frozenset[str] = frozenset(t.value for t in ChunkType)
 
+SYNTHETIC_CHUNK_TYPES: frozenset[str] = frozenset({ChunkType.EMAIL_THREAD.value})
+"""Chunk types whose text a chunker wrote (a thread's subject, counts and participants), not words of the source
+file: they are parents for navigation and context, never a search hit unless a filter asks for them by type (their
+spans point to no place in the file a user could cite; issue 39: 20 of 230 mail top-5 slots)."""
+
 SEED_FIELDS: tuple[str, ...] = (
     "chunk_id",
     "doc_id",

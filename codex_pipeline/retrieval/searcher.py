@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from usearch.index import Index
 
+from codex_pipeline.core.contract import SYNTHETIC_CHUNK_TYPES
 from codex_pipeline.retrieval.bm25 import Bm25
 from codex_pipeline.retrieval.index_format import (
     BATCH_ROWS_KEY,
@@ -297,12 +298,15 @@ class SearchIndex:
     # -- filters ----------------------------------------------------------------------
 
     def mask(self, filters: Filters) -> np.ndarray | None:
-        """Rows allowed by the vectorizable filters (types, dates); None when all are."""
+        """Rows allowed by the vectorizable filters (types, dates); None when all are. Synthetic chunk types
+        (:data:`~codex_pipeline.core.contract.SYNTHETIC_CHUNK_TYPES`) only when the filter names them."""
         rows = self.rows
         out: np.ndarray | None = None
         if filters.chunk_types:
             wanted = [i for i, name in enumerate(rows.type_names) if name in filters.chunk_types]
             out = np.isin(rows.type_codes, wanted)
+        elif synthetic := [i for i, name in enumerate(rows.type_names) if name in SYNTHETIC_CHUNK_TYPES]:
+            out = ~np.isin(rows.type_codes, synthetic)
         if filters.date_from:
             after = rows.days >= (filters.date_from - _EPOCH).days
             out = after if out is None else out & after
