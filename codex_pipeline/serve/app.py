@@ -48,7 +48,7 @@ from codex_pipeline.serve.state import ServeState
 API_KEY_HEADER = "X-API-Key"
 API_KEY_COOKIE = "codex_api_key"
 OPEN_PATHS = frozenset({"/health", "/ready", "/view/login"})
-ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 410, 413, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 410, 413, 422, 503)}
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
@@ -198,8 +198,9 @@ def _probes(app: FastAPI, state: ServeState, catalog: Catalog) -> None:
         with state.lock:
             datasets, skipped = state.retriever.datasets, dict(state.retriever.skipped)
         ok, catalog_says = catalog.readable()
+        damaged = catalog.damaged() if ok else {}
         body = Ready(ready=bool(datasets) and ok, datasets=datasets, skipped=skipped, catalog=catalog_says,
-                     warnings=state.warnings())
+                     warnings=[*state.warnings(), *damaged.values()], damaged=damaged)
         return body if body.ready else JSONResponse(body.model_dump(mode="json"), status_code=503)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])

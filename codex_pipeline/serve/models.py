@@ -190,13 +190,16 @@ class Health(BaseModel):
 
 class Ready(BaseModel):
     """``GET /ready``: ``ready`` when an index is loaded and the catalog opens; ``skipped`` names the datasets
-    without a usable index, and why."""
+    without a usable index, and why; ``damaged`` those with a damaged Parquet partition."""
 
     ready: bool
     datasets: list[str]
     skipped: dict[str, str]
     catalog: str
     warnings: list[str]
+    damaged: dict[str, str] = Field(default_factory=dict, description=(
+        "datasets with a damaged Parquet file, each with one line naming the file and the fix: their lookups "
+        "answer 503 until the pipeline's rerun of that day rebuilds it; the other datasets are served"))
 
 
 class ErrorOut(BaseModel):
