@@ -21,8 +21,11 @@ import asyncio
 import time
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+try:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+except ImportError as exc:  # the [serve] extra is optional
+    raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'") from exc
 
 DEFAULT_IDLE_TIMEOUT_S = 10
 DEFAULT_MAX_CONNECTIONS = 1000
