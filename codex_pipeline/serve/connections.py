@@ -90,6 +90,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _close_idle(self) -> None:
         self._shed = True
+        self.connections.discard(self)  # at once: uvicorn's limit counts it until its close completes
         self.transport.close()
 
     def _make_room(self, limit: int) -> None:
