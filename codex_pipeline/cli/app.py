@@ -9,14 +9,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
-
 from codex_pipeline.cli.catalog_command import add_catalog_command
 from codex_pipeline.cli.dagster_home import InstanceGuard, check_home
 from codex_pipeline.cli.dataset_names import DatasetNames
-from codex_pipeline.cli.errors import OneLineParser, explain, one_line
+from codex_pipeline.cli.errors import OneLineParser, one_line
 from codex_pipeline.cli.eval_command import add_eval_command
 from codex_pipeline.cli.inspect_commands import add_inspect_commands
+from codex_pipeline.cli.query_command import add_query_command
 from codex_pipeline.cli.search_command import add_search_command
 from codex_pipeline.cli.serve_command import add_serve_command
 from codex_pipeline.cli.sources_command import add_sources_command
@@ -26,8 +25,7 @@ from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.datasets.sample_data import install_sample_landing, sample_days
 from codex_pipeline.explore.stats import token_percentiles
 from codex_pipeline.settings import CodexSettings, SettingsError
-from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError, connect_catalog
-from codex_pipeline.warehouse.catalog_sandbox import QueryRefused, check_statements, open_query_session, refusal
+from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.queries import EXAMPLE_SQL
 from codex_pipeline.warehouse.storage import Warehouse, sweep_temp_files
 
@@ -171,33 +169,6 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     return 0 if run_days(days, args.settings, args.names.registry) else 1
 
 
-UNSAFE_FILES_FLAG = "--unsafe-allow-files"
-QUERY_FIX = f"to read or write other files, rerun with {UNSAFE_FILES_FLAG}: see docs/security.md"
-
-
-def cmd_query(args: argparse.Namespace) -> int:
-    """Run SQL in a session that reads the catalog's views and nothing else (see docs/security.md)."""
-    wh = Warehouse(args.data_dir)
-    try:
-        con = open_query_session(wh, allow_files=args.unsafe_allow_files)
-    except (CatalogBusy, CatalogError) as exc:
-        print(f"codex query: {exc}", file=sys.stderr)
-        return 2
-    try:
-        if not args.unsafe_allow_files:
-            check_statements(con, args.sql, QUERY_FIX)
-        _print_rows(con, args.sql)
-    except QueryRefused as exc:
-        print(f"codex query: {exc}", file=sys.stderr)
-        return 2
-    except duckdb.Error as exc:
-        print(f"codex query: {refusal(exc, wh, QUERY_FIX) or explain(exc, wh, con)}", file=sys.stderr)
-        return 2
-    finally:
-        con.close()
-    return 0
-
-
 def build_parser(settings: CodexSettings | None = None) -> argparse.ArgumentParser:
     """The ``codex`` parser for a deployment's ``settings`` (default: the built-in defaults)."""
     settings = settings or CodexSettings()
@@ -213,11 +184,7 @@ def build_parser(settings: CodexSettings | None = None) -> argparse.ArgumentPars
     m = sub.add_parser("materialize", help="run every asset for the given days through Dagster")
     m.add_argument("days", nargs="+", help="partition days, YYYY-MM-DD")
     m.set_defaults(func=cmd_materialize)
-    q = sub.add_parser("query", help="run SQL against the DuckDB catalog (read-only, reads only the warehouse)")
-    q.add_argument("sql")
-    q.add_argument(UNSAFE_FILES_FLAG, action="store_true",
-                   help="a plain DuckDB session: read and write any file you can (COPY, read_csv, ATTACH, INSTALL)")
-    q.set_defaults(func=cmd_query)
+    add_query_command(sub)
     add_catalog_command(sub)
     add_search_command(sub, names)
     add_serve_command(sub)

@@ -42,6 +42,14 @@ def add_serve_command(sub: Any) -> None:
     s.add_argument("--max-k", type=positive_int, default=100, help="most hits one search may ask for (default 100)")
     s.add_argument("--max-query-chars", type=positive_int, default=1000, help="longest query accepted (default 1000)")
     s.add_argument("--max-body-bytes", type=positive_int, default=64 * 1024, help="largest request body (default 65536)")
+    s.add_argument("--idle-timeout", type=positive_int, default=10, metavar="SECONDS",
+                   help="close a connection that sends no whole request head within this many seconds of opening or "
+                        "of its first byte, or stays idle this long between requests (default 10)")
+    s.add_argument("--max-connections", type=positive_int, default=1000,
+                   help="open connections at most: at the limit the longest-idle one is closed for a new one, and "
+                        "when every one is busy a request is answered 503 (default 1000)")
+    s.add_argument("--max-header-bytes", type=positive_int, default=16 * 1024,
+                   help="largest request head (request line and headers); a larger one is answered 400 (default 16384)")
     s.add_argument("--refresh-seconds", type=float, default=5.0,
                    help="how often to look for new index versions (default 5; 0: on each query only)")
     s.add_argument("--rebuild", action="store_true",
@@ -62,6 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from codex_pipeline.serve.app import create_app
+        from codex_pipeline.serve.connections import uvicorn_options
     except ImportError as exc:
         # the module's name only: the serve modules' own ImportError already says what this line says
         raise CliError(f"codex serve needs FastAPI and uvicorn (no module {exc.name or 'fastapi'!r}): "
@@ -81,7 +90,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"codex serve: binding {args.host} without an API key (set ${args.api_key_env}); "
               "anyone who reaches the port can search")
     options: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": "info", "proxy_headers": True,
-                               "server_header": False}
+                               "server_header": False,
+                               **uvicorn_options(args.idle_timeout, args.max_connections, args.max_header_bytes)}
     if args.workers > 1:  # uvicorn starts each worker from an import string; they read the settings from the env
         os.environ[WORKER_ENV] = json.dumps(settings)
         uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers, **options)

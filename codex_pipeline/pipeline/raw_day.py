@@ -23,7 +23,7 @@ from codex_pipeline.pipeline.housekeeping import rejects_preview, set_aside_dama
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import RawDayResult, StepLog
 from codex_pipeline.pipeline.row_accounting import RawDayFailed, RowAccount, account_rows, check_rows
-from codex_pipeline.sources.files import landing_scope, screen_landing, unusable
+from codex_pipeline.sources.files import day_folder_link, landing_scope, screen_landing, unusable
 from codex_pipeline.sources.tally import counting_rows
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
 from codex_pipeline.warehouse.catalog import ensure_views
@@ -86,15 +86,16 @@ def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _I
     Published only when every row read landed or was rejected by name and the rejects are
     within the dataset's ``max_reject_ratio`` (:mod:`~codex_pipeline.pipeline.row_accounting`).
     """
-    rejected: list[Reject] = screen_landing(landing)  # links leaving the folder, hidden files, control characters
+    rejected: list[Reject] = []
     ingest = steps.Ingest(spec, day, rejected)
     failure = None
     with (
         landing_scope(landing, wh.steps.follow_landing_links),  # what readers may follow links into
-        without_tombstones(landing) as folder,  # _deleted.* files are never the reader's input
+        _readable(landing, wh.steps.follow_landing_links) as folder,  # no _deleted.* files, no day-folder link
         counting_rows() as tally,
         wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
     ):
+        rejected += screen_landing(landing)  # links leaving the folder, hidden files, control characters
         for table in ingest.tables(spec.documents(folder, rejected)):
             out.write(table)
         rows = account_rows(tally, ingest.by_file, rejected)
@@ -107,10 +108,24 @@ def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _I
     return _Ingested(ingest.documents, frozenset(ingest.record_ids), rejects, path, rows, failure)
 
 
+@contextlib.contextmanager
+def _readable(landing: Path, follow_links: bool) -> Iterator[Path]:
+    """The folder the dataset's reader walks: the day without its tombstone files, or an empty
+    folder when the day folder is a link not to be followed (:func:`day_folder_link`: its reject says so)."""
+    if day_folder_link(landing, follow_links) is None:
+        with without_tombstones(landing) as folder:
+            yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="codex-refused-day-") as tmp:
+        yield Path(tmp)
+
+
 def _tombstones(
     spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path, landed: frozenset[str]
 ) -> tuple[Tombstones, IndexChange | None]:
     """The day's retractions, applied to the current-corpus index when there are any (or were before)."""
+    if day_folder_link(landing, wh.steps.follow_landing_links) is not None:  # rejected whole: nothing retracted
+        landing = landing.parent / f"{landing.name}.refused-link"  # a folder that does not exist
     if not spec.chunked:
         return _not_applied(landing, spec.name), None
     with _usable_tombstones(landing) as folder:  # a _deleted.* link leading outside is a reject, never read

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote
 
 try:
-    from fastapi import FastAPI, Query, Request
+    from fastapi import FastAPI, Path, Query, Request
     from fastapi.exceptions import RequestValidationError, StarletteHTTPException
     from fastapi.middleware.cors import CORSMiddleware
     from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -27,10 +27,13 @@ except ImportError as exc:  # the [serve] extra is optional
     raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'",
                       name=exc.name) from exc
 
+from codex_pipeline.core.ids import CHUNK_ID_PATTERN
 from codex_pipeline.retrieval import IndexMissing, IndexOutdated
 from codex_pipeline.serve import convert, viewer
 from codex_pipeline.serve.lookup import Catalog, LookupFailed
 from codex_pipeline.serve.models import (
+    DATASET_PATTERN,
+    DOC_ID_PATTERN,
     ChunkListResponse,
     ChunkResponse,
     DocumentResponse,
@@ -49,7 +52,15 @@ from codex_pipeline.serve.state import ServeState
 API_KEY_HEADER = "X-API-Key"
 API_KEY_COOKIE = "codex_api_key"
 OPEN_PATHS = frozenset({"/health", "/ready", "/view/login"})
-ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 410, 413, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 410, 413, 422, 503)}
+
+DATASET_QUERY: Any = Query(None, max_length=63, pattern=DATASET_PATTERN,
+                           description="look only in this dataset (a name of the catalog: lowercase, digits, _)")
+# Ids are declared with their pattern in the OpenAPI description and checked by the handlers, which answer 400 with
+# what an id looks like (a plain 422 "should match pattern" would not say it).
+CHUNK_ID_PATH: Any = Path(json_schema_extra={"pattern": CHUNK_ID_PATTERN}, description="urn:aprs:chunk:<16 hex>")
+DOC_ID_PATH: Any = Path(json_schema_extra={"pattern": DOC_ID_PATTERN}, description="urn:aprs:<dataset>:<record id>")
+
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
@@ -140,14 +151,14 @@ def _api(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeSetting
         return search(state, body, config)
 
     @app.get("/chunks/{chunk_id}", response_model=ChunkResponse, responses=ERRORS, tags=["chunks"])
-    def get_chunk(chunk_id: str, dataset: str | None = Query(None, max_length=63)) -> ChunkResponse:
+    def get_chunk(chunk_id: str = CHUNK_ID_PATH, dataset: str | None = DATASET_QUERY) -> ChunkResponse:
         """A chunk of the current corpus; an id that vanished is followed through the redirect table (``redirected``)."""
         found = catalog.chunk(chunk_id, dataset)
         return ChunkResponse(requested_id=chunk_id, redirected=bool(found.redirects),
                              redirects=convert.redirects(found), chunk=convert.chunk_out(found.chunk, found.dataset))
 
     @app.get("/chunks/{chunk_id}/parent", response_model=ChunkListResponse, responses=ERRORS, tags=["chunks"])
-    def get_parent(chunk_id: str, dataset: str | None = Query(None, max_length=63)) -> ChunkListResponse:
+    def get_parent(chunk_id: str = CHUNK_ID_PATH, dataset: str | None = DATASET_QUERY) -> ChunkListResponse:
         """The chunk's parent (an empty list for a top-level chunk)."""
         found = catalog.chunk(chunk_id, dataset)
         parent = found.collection.parent(found.chunk)
@@ -155,14 +166,14 @@ def _api(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeSetting
                                  chunks=[convert.chunk_out(parent, found.dataset)] if parent else [])
 
     @app.get("/chunks/{chunk_id}/children", response_model=ChunkListResponse, responses=ERRORS, tags=["chunks"])
-    def get_children(chunk_id: str, dataset: str | None = Query(None, max_length=63)) -> ChunkListResponse:
+    def get_children(chunk_id: str = CHUNK_ID_PATH, dataset: str | None = DATASET_QUERY) -> ChunkListResponse:
         """The chunk's direct children, in reading order."""
         found = catalog.chunk(chunk_id, dataset)
         return ChunkListResponse(requested_id=chunk_id, redirected=bool(found.redirects), of=found.chunk.chunk_id,
                                  chunks=[convert.chunk_out(c, found.dataset) for c in found.collection.children(found.chunk)])
 
     @app.get("/chunks/{chunk_id}/neighbours", response_model=NeighboursResponse, responses=ERRORS, tags=["chunks"])
-    def get_neighbours(chunk_id: str, dataset: str | None = Query(None, max_length=63),
+    def get_neighbours(chunk_id: str = CHUNK_ID_PATH, dataset: str | None = DATASET_QUERY,
                        before: int = Query(1, ge=0, le=20), after: int = Query(1, ge=0, le=20)) -> NeighboursResponse:
         """Chunks just before and after in the document's reading order."""
         found = catalog.chunk(chunk_id, dataset)
@@ -172,14 +183,15 @@ def _api(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeSetting
                                   after=[convert.chunk_out(c, found.dataset) for c in nb.after])
 
     @app.get("/documents/{doc_id:path}", response_model=DocumentResponse, responses=ERRORS, tags=["documents"])
-    def get_document(doc_id: str, dataset: str | None = Query(None, max_length=63)) -> DocumentResponse:
+    def get_document(doc_id: str = DOC_ID_PATH, dataset: str | None = DATASET_QUERY) -> DocumentResponse:
         """A document's current version (text and chunks), every day it landed, and its retraction if any."""
         return convert.document(catalog.document(doc_id, dataset))
 
     @app.get("/page-images", response_class=Response, tags=["documents"],
              responses={200: {"content": {"image/png": {}}}, **ERRORS})
-    def get_page_image(doc_id: str = Query(..., max_length=1024), page: int = Query(..., ge=1, le=100_000),
-                       dataset: str | None = Query(None, max_length=63)) -> Response:
+    def get_page_image(doc_id: str = Query(..., max_length=1024, json_schema_extra={"pattern": DOC_ID_PATTERN}),
+                       page: int = Query(..., ge=1, le=100_000),
+                       dataset: str | None = DATASET_QUERY) -> Response:
         """A page of a PDF document as PNG (the version shown by ``GET /documents``), for drawing a passage's boxes."""
         doc = catalog.document(doc_id, dataset)
         if not doc.pages:
@@ -199,8 +211,9 @@ def _probes(app: FastAPI, state: ServeState, catalog: Catalog) -> None:
         with state.lock:
             datasets, skipped = state.retriever.datasets, dict(state.retriever.skipped)
         ok, catalog_says = catalog.readable()
+        damaged = catalog.damaged() if ok else {}
         body = Ready(ready=bool(datasets) and ok, datasets=datasets, skipped=skipped, catalog=catalog_says,
-                     warnings=state.warnings())
+                     warnings=[*state.warnings(), *damaged.values()], damaged=damaged)
         return body if body.ready else JSONResponse(body.model_dump(mode="json"), status_code=503)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])

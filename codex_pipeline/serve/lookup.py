@@ -26,6 +26,7 @@ import duckdb
 
 from codex_pipeline.core.ids import CHUNK_ID_PATTERN
 from codex_pipeline.explore.navigation import Chunk, ChunkCollection
+from codex_pipeline.serve.damage import damaged_datasets, from_error
 from codex_pipeline.warehouse.catalog_sandbox import open_query_session
 from codex_pipeline.warehouse.catalog_views import HISTORY_SUFFIX, IDENTIFIER, SCHEMA
 from codex_pipeline.warehouse.storage import Warehouse
@@ -36,7 +37,8 @@ MAX_REDIRECT_HOPS = 16
 
 
 class LookupFailed(LookupError):
-    """A chunk or document the catalog does not serve: ``status`` 400 (bad id), 404 (never seen) or 410 (gone)."""
+    """A chunk or document the catalog does not serve: ``status`` 400 (bad id), 404 (never seen), 410 (gone) or 503
+    (its dataset has a damaged Parquet file)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -115,8 +117,22 @@ class Catalog:
         con = open_query_session(self.warehouse)
         try:
             yield con
+        except duckdb.Error as exc:  # a truncated partition: 503 for its dataset, naming the file and the fix
+            line = from_error(self.warehouse, exc)
+            if line is None:
+                raise
+            raise LookupFailed(503, line) from None
         finally:
             con.close()
+
+    def damaged(self) -> dict[str, str]:
+        """Dataset -> one line, for every chunk dataset with a damaged Parquet file (``/ready``)."""
+        try:
+            with self.session() as con:
+                names = _chunk_datasets(con)
+        except (duckdb.Error, OSError, RuntimeError):
+            return {}
+        return damaged_datasets(self.warehouse, names)
 
     def readable(self) -> tuple[bool, str]:
         """Whether the catalog opens and lists its views (``/ready``), and how many chunk views it has."""

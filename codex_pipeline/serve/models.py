@@ -4,13 +4,28 @@ and by which it refuses a malformed request with a 422 naming the field."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from codex_pipeline.serve.settings import MAX_K, MAX_QUERY_CHARS
 
 Span = tuple[int, int]
+DATASET_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+"""A dataset name as the catalog's views spell it (``IDENTIFIER`` in ``warehouse/catalog_views.py``)."""
+DOC_ID_PATTERN = r"^urn:aprs:[a-z][a-z0-9_]{0,62}:[^\x00-\x1f]+$"
+"""``urn:aprs:<dataset>:<record id>``: what ``doc_id`` looks like (at most 1,024 printable characters)."""
+
+
+def _date_text(value: object) -> object:
+    """A date must be sent as ``YYYY-MM-DD`` text: pydantic would take ``0`` as 1970-01-01."""
+    if isinstance(value, dt.date) or (isinstance(value, str) and len(value) == 10):
+        return value
+    raise ValueError("a date is text YYYY-MM-DD, e.g. \"2026-11-25\"")
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
+DatasetName = Annotated[StrictStr, Field(pattern=DATASET_PATTERN)]
 
 
 class SearchRequest(BaseModel):
@@ -18,15 +33,16 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query text")
-    k: int = Field(10, ge=1, le=MAX_K, description="hits to return")
+    query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query text")
+    k: StrictInt = Field(10, ge=1, le=MAX_K, description="hits to return (a JSON integer: not true, not \"3\")")
     mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
     units: Literal["chunks", "propositions"] = "chunks"
-    datasets: list[str] = Field(default_factory=list, max_length=64, description="datasets to search (default: all)")
-    chunk_types: list[str] = Field(default_factory=list, max_length=64)
-    date_from: dt.date | None = Field(None, description="current version landed on or after (inclusive)")
-    date_to: dt.date | None = Field(None, description="current version landed on or before (inclusive)")
-    metadata: dict[str, str | int | float | bool] = Field(
+    datasets: list[DatasetName] = Field(default_factory=list, max_length=64,
+                                        description="datasets to search (default: all)")
+    chunk_types: list[StrictStr] = Field(default_factory=list, max_length=64)
+    date_from: IsoDate | None = Field(None, description="current version landed on or after (inclusive), YYYY-MM-DD")
+    date_to: IsoDate | None = Field(None, description="current version landed on or before (inclusive), YYYY-MM-DD")
+    metadata: dict[str, StrictStr | StrictInt | StrictFloat | StrictBool] = Field(
         default_factory=dict, max_length=32, description="equality on keys of the chunk's metadata")
 
 
@@ -190,13 +206,16 @@ class Health(BaseModel):
 
 class Ready(BaseModel):
     """``GET /ready``: ``ready`` when an index is loaded and the catalog opens; ``skipped`` names the datasets
-    without a usable index, and why."""
+    without a usable index, and why; ``damaged`` those with a damaged Parquet partition."""
 
     ready: bool
     datasets: list[str]
     skipped: dict[str, str]
     catalog: str
     warnings: list[str]
+    damaged: dict[str, str] = Field(default_factory=dict, description=(
+        "datasets with a damaged Parquet file, each with one line naming the file and the fix: their lookups "
+        "answer 503 until the pipeline's rerun of that day rebuilds it; the other datasets are served"))
 
 
 class ErrorOut(BaseModel):

@@ -7,7 +7,9 @@ character is never read. :func:`screen_landing` turns each into a named reject, 
 :func:`landing_files`, what every reader walks, leaves them out, so every entry of a
 folder ends in ``raw`` or in the rejects. A link to a file inside the folder is read;
 one that leaves it is read only under :func:`landing_scope` with ``follow_links`` (the
-deployment's ``CODEX_FOLLOW_LANDING_LINKS``).
+deployment's ``CODEX_FOLLOW_LANDING_LINKS``). The same holds one level up and sideways:
+a day folder that is itself a symlink (:func:`day_folder_link`) and a hard link whose
+other names live outside the day folder are links leaving it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import codecs
 import contextlib
 import os
 import re
+from collections import Counter
 from collections.abc import Collection, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from codex_pipeline.core.documents import Reject
@@ -35,6 +39,17 @@ class LandingScope:
 
     root: Path
     follow_links: bool = False
+
+    @cached_property
+    def names_inside(self) -> Counter[tuple[int, int]]:
+        """How many names each file (device, inode) has inside ``root``: a hard link's other names may be elsewhere."""
+        counts: Counter[tuple[int, int]] = Counter()
+        for top, _dirs, files in os.walk(self.root, followlinks=False):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(os.path.join(top, name))
+                    counts[(st.st_dev, st.st_ino)] += 1
+        return counts
 
 
 _SCOPE: ContextVar[LandingScope | None] = ContextVar("landing_scope", default=None)
@@ -56,13 +71,31 @@ def landing_scope(root: Path, follow_links: bool = False) -> Iterator[LandingSco
         _SCOPE.reset(token)
 
 
+def _scope(day_dir: Path) -> LandingScope:
+    """The scope readers are in, or the day folder itself when none was set."""
+    return _SCOPE.get() or LandingScope(Path(os.path.realpath(day_dir)))
+
+
+def day_folder_link(day_dir: Path, follow_links: bool = False) -> str | None:
+    """Why the day folder is not read at all (it is itself a symlink), or None when it may be.
+
+    ``landing/<dataset>/<day> -> anywhere`` would make every file of ``anywhere`` land; like a
+    file link leaving its folder, it is followed only with ``follow_links``.
+    """
+    if follow_links or not day_dir.is_symlink():
+        return None
+    return (f"the day folder {day_dir} is a symlink to {os.path.realpath(day_dir)}: nothing in it was read; "
+            f"make the day a real folder and copy the files in, or set {FOLLOW_SETTING} to follow such links")
+
+
 def landing_entries(day_dir: Path) -> list[Path]:
     """Every entry under a landing day folder that is not a real folder, in a stable order.
 
     Links are listed, never descended into (a directory link is an entry); broken links,
-    fifos, sockets and devices are listed too, so reading them fails into a reject.
+    fifos, sockets and devices are listed too, so reading them fails into a reject. A day
+    folder that is a link not to be followed (:func:`day_folder_link`) has no entries.
     """
-    if not day_dir.is_dir():
+    if not day_dir.is_dir() or day_folder_link(day_dir, _scope(day_dir).follow_links):
         return []
     out: list[Path] = []
     for top, dirs, files in os.walk(day_dir, followlinks=False):
@@ -72,8 +105,11 @@ def landing_entries(day_dir: Path) -> list[Path]:
     return sorted(out)
 
 
-def unusable(path: Path, day_dir: Path) -> str | None:
-    """Why the landing entry ``path`` is never read (a reject's reason), or None when it may be."""
+def unusable(path: Path, day_dir: Path, scope: LandingScope | None = None) -> str | None:
+    """Why the landing entry ``path`` is never read (a reject's reason), or None when it may be.
+
+    ``scope``: the landing scope to judge links by (default: the current one, see :func:`landing_scope`).
+    """
     for part in path.relative_to(day_dir).parts:
         if part.startswith("."):
             return (f"hidden file or folder {part!r} (its name starts with '.'): never read; "
@@ -82,23 +118,41 @@ def unusable(path: Path, day_dir: Path) -> str | None:
         if bad:
             return (f"file name {part!r} holds the control character U+{ord(bad.group()):04X}: "
                     "rename the file without it to land it")
-    if not path.is_symlink():
+    scope = scope or _scope(day_dir)
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if target.is_dir():
+            return f"link to the folder {target}: folder links are never followed; copy the files into the landing folder"
+        if not target.is_relative_to(scope.root) and not scope.follow_links:
+            return (f"symlink to {target}, outside the landing day folder: not read; copy the file in, "
+                    f"or set {FOLLOW_SETTING} to follow such links")
+    return None if scope.follow_links else _hard_link_outside(path, scope)
+
+
+def _hard_link_outside(path: Path, scope: LandingScope) -> str | None:
+    """Why a hard-linked file is not read: some of its names are outside the landing day folder."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None  # a broken link or a vanished file: reading it fails into a reject
+    if st.st_nlink < 2 or not path.is_file():
         return None
-    target = Path(os.path.realpath(path))
-    if target.is_dir():
-        return f"link to the folder {target}: folder links are never followed; copy the files into the landing folder"
-    scope = _SCOPE.get() or LandingScope(Path(os.path.realpath(day_dir)))
-    if not target.is_relative_to(scope.root) and not scope.follow_links:
-        return (f"symlink to {target}, outside the landing day folder: not read; copy the file in, "
-                f"or set {FOLLOW_SETTING} to follow such links")
-    return None
+    inside = scope.names_inside[(st.st_dev, st.st_ino)]
+    if inside >= st.st_nlink:
+        return None
+    return (f"hard link: the file has {st.st_nlink} names, {st.st_nlink - inside} of them outside the landing day "
+            f"folder: not read; copy the file in (cp, not ln), or set {FOLLOW_SETTING} to follow such links")
 
 
 def screen_landing(day_dir: Path) -> list[Reject]:
     """A reject for each entry of ``day_dir`` that :func:`landing_files` leaves out (see :func:`unusable`)."""
+    scope = _scope(day_dir)
+    whole_day = day_folder_link(day_dir, scope.follow_links)
+    if whole_day is not None:
+        return [Reject(".", whole_day)]
     rejects = []
     for path in landing_entries(day_dir):
-        reason = unusable(path, day_dir)
+        reason = unusable(path, day_dir, scope)
         if reason is not None:
             rejects.append(Reject(path.relative_to(day_dir).as_posix(), reason))
     return rejects
@@ -110,7 +164,8 @@ def landing_files(day_dir: Path) -> list[Path]:
     Broken symlinks and special files are included on purpose: reading them fails
     and they become rejects instead of vanishing from the partition.
     """
-    return [p for p in landing_entries(day_dir) if unusable(p, day_dir) is None]
+    scope = _scope(day_dir)
+    return [p for p in landing_entries(day_dir) if unusable(p, day_dir, scope) is None]
 
 
 def read_text(path: Path, day_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, html: bool | None = False) -> str | Reject:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_pipeline.cli.app import UNSAFE_FILES_FLAG, main
+from codex_pipeline.cli.app import main
+from codex_pipeline.cli.query_command import UNSAFE_FILES_FLAG
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.warehouse import catalog_data
 
@@ -73,6 +74,9 @@ ESCAPES = {
     "DETACH the catalog": "DETACH codex_catalog",
     "CREATE in the catalog": "CREATE VIEW codex.x AS SELECT 1",
     "a URL": "SELECT * FROM read_csv('https://example.com/a.csv')",
+    "IMPORT DATABASE (typed PRAGMA by DuckDB)": "IMPORT DATABASE '{out}'",
+    "a PRAGMA that is not on the list": "PRAGMA enable_profiling",
+    "a PRAGMA that writes its profile to a file": "PRAGMA profiling_output = '{out}/profile.json'",
 }
 
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import httpx
@@ -127,9 +128,11 @@ def state(data_dir: Warehouse) -> ServeState:
     return ServeState.open(ServeSettings(data_dir=data_dir.root, embedder=FakeEmbedder(), refresh_interval_s=0.2))
 
 
-def start(config: ServeSettings, state: ServeState) -> Iterator[Server]:
+def start(config: ServeSettings, state: ServeState, **options: Any) -> Iterator[Server]:
+    """A real uvicorn server on loopback for the app of ``config``; ``options``: more ``uvicorn.Config`` keywords."""
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(config, state), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(config, state), host="127.0.0.1", port=port, log_level="warning",
+                                           **options))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

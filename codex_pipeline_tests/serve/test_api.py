@@ -10,7 +10,9 @@ from urllib.parse import quote, urlparse
 
 import duckdb
 
+from codex_pipeline.core.ids import CHUNK_ID_PATTERN
 from codex_pipeline.serve.lookup import Catalog
+from codex_pipeline.serve.models import DATASET_PATTERN, DOC_ID_PATTERN
 from codex_pipeline.serve.settings import ServeSettings
 from codex_pipeline.serve.state import ServeState
 from codex_pipeline_tests.fakes import FakeEmbedder
@@ -34,6 +36,13 @@ def test_health_ready_and_openapi(server: Server) -> None:
         spec = c.get("/openapi.json").json()
     assert {"/search", "/chunks/{chunk_id}", "/chunks/{chunk_id}/parent", "/chunks/{chunk_id}/children",
             "/chunks/{chunk_id}/neighbours", "/documents/{doc_id}", "/health", "/ready", "/metrics"} <= set(spec["paths"])
+    params = {p["name"]: p["schema"] for p in spec["paths"]["/chunks/{chunk_id}"]["get"]["parameters"]}
+    assert params["chunk_id"]["pattern"] == CHUNK_ID_PATTERN  # ids and dataset names are declared with their pattern
+    assert DATASET_PATTERN in json.dumps(params["dataset"])
+    doc = {p["name"]: p["schema"] for p in spec["paths"]["/documents/{doc_id}"]["get"]["parameters"]}
+    assert doc["doc_id"]["pattern"] == DOC_ID_PATTERN and re.match(DOC_ID_PATTERN, GUIDE)
+    search = spec["components"]["schemas"]["SearchRequest"]["properties"]
+    assert search["k"]["type"] == "integer" and search["datasets"]["items"]["pattern"] == DATASET_PATTERN
 
 
 def test_search_hits_cite_the_canonical_text(server: Server) -> None:
@@ -135,7 +144,12 @@ def test_every_4xx_is_one_json_line(server: Server) -> None:
         r = c.get("/chunks/" + quote("../../catalog.duckdb", safe=""))
         assert r.status_code in (400, 404)
         r = c.get(f"/chunks/{OLD_BETA}", params={"dataset": "docs_chunks; DROP VIEW x"})
-        assert r.status_code == 404 and "has no chunk table" in _error(r)
+        assert r.status_code == 422 and _error(r).startswith("query.dataset")  # not a dataset name (the OpenAPI pattern)
+        for body, where in [({"query": "x", "k": True}, "k"), ({"query": "x", "k": "3"}, "k"), ({"query": "x", "k": 3.0}, "k"),
+                            ({"query": "x", "date_from": 0}, "date_from"), ({"query": "x", "date_to": 20261125}, "date_to"),
+                            ({"query": 7}, "query"), ({"query": "x", "datasets": [1]}, "datasets")]:
+            r = c.post("/search", json=body)  # strict types: no coercion of booleans, numbers or text
+            assert r.status_code == 422 and _error(r).startswith(where), (body, r.text)
         r = c.get("/no/such/endpoint")
         assert r.status_code == 404 and "/docs" in _error(r)
         for body, where in [({"query": "x" * 1001}, "query"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "k": 101}, "k"),

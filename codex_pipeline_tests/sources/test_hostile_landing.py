@@ -141,3 +141,54 @@ def test_a_tombstone_file_leading_outside_is_rejected_not_read(warehouse: Wareho
     raw, rejects, _ = outcome(warehouse)
     assert raw == {"good.txt"}  # not retracted by a line of the outside file
     assert set(rejects) == {"_deleted.txt"} and "outside the landing day folder" in rejects["_deleted.txt"]
+
+
+def test_a_day_folder_that_is_a_symlink_is_one_named_reject_and_nothing_is_read(
+    warehouse: Warehouse, tmp_path: Path
+) -> None:
+    """Issue 40 item 7: ``landing/<dataset>/<day> -> anywhere`` lands nothing; one reject names the folder and the fix."""
+    outside = tmp_path / "anywhere"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    (outside / "_deleted.txt").write_text("secret.txt\n")
+    day = warehouse.landing_dir("narrative", DAY)
+    day.parent.mkdir(parents=True)
+    os.symlink(outside, day)
+    assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
+    raw, rejects, _ = outcome(warehouse)
+    assert raw == set() and set(rejects) == {"."}
+    reason = rejects["."]
+    assert "\n" not in reason and str(day) in reason and "is a symlink to" in reason
+    assert "real folder" in reason and "CODEX_FOLLOW_LANDING_LINKS" in reason
+
+
+def test_a_day_folder_link_is_followed_when_the_setting_says_so(warehouse: Warehouse, tmp_path: Path) -> None:
+    warehouse = Warehouse(warehouse.root, StepSettings(follow_landing_links=True))
+    outside = tmp_path / "anywhere"
+    outside.mkdir()
+    (outside / "good.txt").write_text(GOOD)
+    day = warehouse.landing_dir("narrative", DAY)
+    day.parent.mkdir(parents=True)
+    os.symlink(outside, day)
+    assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
+    raw, rejects, _ = outcome(warehouse)
+    assert raw == {"good.txt"} and rejects == {}
+
+
+def test_a_hard_link_to_a_file_outside_the_folder_is_rejected_by_name(warehouse: Warehouse, tmp_path: Path) -> None:
+    """A hard link has no target to resolve: its other names are counted, and one outside the folder is a reject."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    day = warehouse.landing_dir("narrative", DAY)
+    (day / "sub").mkdir(parents=True)
+    (day / "good.txt").write_text(GOOD)
+    os.link(outside / "secret.txt", day / "linked.txt")  # a second name for a file outside
+    os.link(day / "good.txt", day / "sub" / "twin.txt")  # both names inside the folder: read
+    assert materialize_dataset(warehouse, "narrative", DAY.isoformat()).success
+    raw, rejects, texts = outcome(warehouse)
+    assert raw == {"good.txt", "sub/twin.txt"} and set(rejects) == {"linked.txt"}
+    assert not any("secret" in t for t in texts)
+    reason = rejects["linked.txt"]
+    assert "hard link" in reason and "1 of them outside the landing day folder" in reason
+    assert "cp, not ln" in reason and "CODEX_FOLLOW_LANDING_LINKS" in reason
