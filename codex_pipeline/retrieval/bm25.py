@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from codex_pipeline.warehouse.array_files import save_array
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
@@ -171,7 +173,7 @@ def save(folder: Path, table: TermTable, matrix: sp.csc_matrix) -> None:
         "indptr": matrix.indptr.astype(np.int64, copy=False),
     }
     for name, arr in arrays.items():
-        np.save(folder / f"{name}.npy", arr)
+        save_array(folder / f"{name}.npy", arr)  # a full disk names the file and the free bytes
     (folder / TERMS_FILE).write_text(json.dumps(table.terms, ensure_ascii=False))
 
 

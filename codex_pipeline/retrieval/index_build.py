@@ -65,6 +65,7 @@ from codex_pipeline.retrieval.index_source import (
 )
 from codex_pipeline.retrieval.lexical import analyze
 from codex_pipeline.retrieval.units import context_prefix
+from codex_pipeline.warehouse.array_files import save_array
 
 ROWS_PER_BATCH = 256
 """Record batch size of rows.arrow: a hit reads its batch (~250 KB) with one pread, nothing is mapped."""
@@ -461,7 +462,7 @@ def _write_units(folder: Path, source: RowSource, skeleton: _Skeleton, plan: _Un
     """
     if not len(plan.codes):
         return
-    np.save(folder / UNIT_KEYS_FILE, plan.hashes)
+    save_array(folder / UNIT_KEYS_FILE, plan.hashes)
     reader = source.units((*VECTOR_KEY_COLUMNS, "unit_index", "vector"))
     out: UnitFile | None = None
     try:

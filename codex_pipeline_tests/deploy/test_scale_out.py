@@ -60,8 +60,12 @@ def _assert_same_table(got: pa.Table, want: pa.Table, what: str) -> None:
     assert got.column_names == want.column_names, what
     for name in got.column_names:
         if name == "vector":
+            # The same chunk embedded in another batch differs in the fourth decimal (bf16 kernels, padding), and
+            # which batch a chunk's vector comes from depends on which day ran first: a day reuses the vectors of
+            # chunks another day already embedded, and two workers run two days at once. Same direction, then.
             a, b = np.array(got.column(name).to_pylist()), np.array(want.column(name).to_pylist())
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-6, err_msg=f"{what}: vectors differ")
+            cos = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+            assert cos.min() > 0.9999, f"{what}: vectors differ (lowest cosine {cos.min():.6f} at row {cos.argmin()})"
         else:
             assert got.column(name).equals(want.column(name)), f"{what}: column {name} differs"
 
