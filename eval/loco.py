@@ -87,8 +87,7 @@ POOLS: dict[str, list[str]] = {  # --pooled: these sets share one index, as the 
 GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the values tried
     "none": {},
     "small": {
-        "lexical_floor": [0.3, 0.5, 0.7],
-        "bm25_weight": [1.0, 1.5],
+        "vector_weight": [1.5, 2.0],
         "lexical_weight": [0.25, 0.5, 1.0],
         "neighbour_margin": [0.1, 0.2, 0.3],
     },
@@ -134,26 +133,9 @@ GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the val
         "neighbour_ranks": [2, 3],
         "sentence_reach": [0, 200],
     },
-    "fusion": {
-        "lexical_floor": [0.3, 0.5, 0.7],
-        "bm25_weight": [1.0, 1.5, 2.0],
-    },
-    "fusion-convex": {
-        "fusion": ["rrf", "convex"],
-        "vector_weight": [0.5, 0.75, 1.0, 1.5],
-        "lexical_floor": [0.0, 0.3, 0.5],
-    },
-    "fusion-raw": {
-        "fusion": ["convex"],
-        "vector_norm": ["raw"],
-        "vector_weight": [0.5, 1.0, 2.0, 3.0],
-        "lexical_floor": [0.0, 0.3],
-    },
-    "fusion-final": {
-        "fusion": ["rrf", "convex"],
-        "vector_norm": ["minmax", "raw"],
-        "vector_weight": [0.5, 0.75, 1.0, 2.0],
-        "lexical_floor": [0.0, 0.3],
+    "fusion-weight": {
+        "vector_weight": [1.5, 2.0, 3.0, 4.0, 6.0],
+        "lexical_query_weight": [1.0, 2.0, 4.0],
     },
     "passage": {
         "unit_vector_weight": [0.0, 0.25, 0.5, 1.0],
@@ -168,9 +150,10 @@ GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the val
         "lexical_query_weight": [1.0, 2.0, 4.0],  # 1.0: a lexical query weighs as any other
     },
 }
-"""The grids ``rules`` (metadata lines and merged turns in citations) and ``spread`` (several spans per hit), and
-the cue and flat-vector parts of ``exact``, scored rules whose losing branches are deleted (see
-:mod:`codex_pipeline.retrieval.settings`)."""
+"""The grids ``rules`` (metadata lines and merged turns in citations) and ``spread`` (several spans per hit), the
+cue and flat-vector parts of ``exact``, and issue 39's ``fusion-convex`` / ``fusion-raw`` / ``fusion-final``
+(reciprocal ranks, min-max scaled cosines, a BM25 floor: all lost on every fold; run at commit 7b61f80) scored rules
+whose losing branches are deleted (see :mod:`codex_pipeline.retrieval.settings`)."""
 
 
 @dataclass

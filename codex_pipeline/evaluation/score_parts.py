@@ -6,8 +6,9 @@ each candidate list (``ranks``), not the raw scores that placed it there. ``code
 same query analysis the ranking uses: the BM25 terms resolved against every searched
 collection's vocabulary, the cosine of the query embedding with the row's stored vector.
 Ranking is not touched; a hit missing from a list (no rank there) still gets its raw
-score, which says how far it was from that list's window. The scores are raw: before any
-normalization the fusion applies (``RetrievalSettings.fusion``, ``bm25_per_dataset``).
+score, which says how far it was from that list's window. The scores are raw: in hybrid mode the
+fused score is ``bm25_weight x bm25 / (its dataset's best BM25 for the query) + vector_weight x cosine``
+(:func:`~codex_pipeline.retrieval.ranking.fuse`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """One ranking for every collection of the index: candidates per dataset, then one fusion.
 
-**Fusion.** Each ranking takes the top ``max(k * 5, 50)`` candidates of every dataset
-searched and merges them by score into one list (cosine is comparable across
-datasets; BM25 nearly so: same analyzer, per-dataset IDF). Hybrid ranking adds
-``1 / (rrf_k + rank)`` per list (reciprocal rank fusion, ``rrf_k = 60`` as in Cormack
-et al. and the LanceDB/Haystack defaults), with one refinement: a BM25 candidate
-scoring under ``lexical_floor`` of the best BM25 score does not vote. Without it,
-a query for a permit number lets every chunk sharing the number's common parts
-(``bp2026``) vote, and a chunk that is 3rd in both lists beat the one chunk holding
-the exact number. With the floor and whole-identifier terms
-(:class:`~codex_pipeline.retrieval.lexical.QueryTerms`), a query for a permit number or
-a statute citation puts the chunk holding it first (checked on the sample permits and
-OSHA cases; figures in ``docs/history.md``). A query holding an identifier or a number
-gets the BM25 list's votes weighted ``lexical_query_weight`` (chosen
-leave-one-corpus-out). Every parameter is a field of the
-:class:`~codex_pipeline.retrieval.settings.RetrievalSettings` handed in. Chunks and
+**Fusion.** Each ranking takes the top ``max(k * 5, 50)`` candidates of every dataset searched.
+Hybrid ranking adds, per row, ``bm25_weight`` times its BM25 score over the best BM25 score of its
+dataset for the query, and ``vector_weight`` times its cosine with the query (a convex
+combination of normalized scores; Bruch, Gai & Ingber 2023 found it beats reciprocal rank fusion
+when its weight is tuned). Chosen leave-one-corpus-out over 11 folds, 3 of them with gold written by
+readers who never saw Codex's output (issue 39, ``eval/loco.py`` grids ``fusion-final`` and
+``fusion-weight``; figures in ``eval/README.md``): reciprocal ranks (``1 / (60 + rank)``, the
+literature default used until then), min-max scaled cosines and a BM25 floor lost on every fold.
+A BM25 score is divided by its own dataset's best because datasets have their own IDF and
+lengths; the cosine is kept as it is (one model, comparable across datasets; its spread among the
+candidates, a few hundredths to a few tenths, is the vector side's confidence). A query holding an
+identifier or a number gets the BM25 weight ``lexical_query_weight``. Every parameter is a field of
+the :class:`~codex_pipeline.retrieval.settings.RetrievalSettings` handed in. Chunks and
 propositions are ranked by this same code.
 """
 
@@ -46,8 +44,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Ranked:
-    """A row of one dataset's collection as :func:`rank` returns it; ``score``: the weighted reciprocal-rank
-    sum in hybrid mode, else the one ranking's own score."""
+    """A row of one dataset's collection as :func:`rank` returns it; ``score``: the weighted sum of its normalized
+    BM25 score and cosine in hybrid mode (:func:`fuse`), else the one ranking's own score."""
 
     dataset: str
     row: int
@@ -87,54 +85,54 @@ _NUMBER = re.compile(r"\d")
 
 def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_weight: float | None = None,
          settings: RetrievalSettings = DEFAULT) -> list[Ranked]:
-    """Merge the per-ranking candidate lists: fused in hybrid mode (``settings.fusion``), else the one list's scores.
+    """Merge the per-ranking candidate lists: in hybrid mode a weighted sum of each row's scores (BM25 over its
+    dataset's best for the query, the cosine itself), else the one list's scores.
 
     ``bm25_weight``: the BM25 list's weight for this query (default ``settings.bm25_weight``; see
-    :func:`lexical_weight`).
+    :func:`lexical_weight`). A row one list did not reach scores there what that list's last candidate of its
+    dataset scored when the dataset filled its ``want`` candidates (it scored no better, and 0 would be a penalty
+    no measurement chose), else 0: a BM25 list that ran short holds every row sharing a word with the query.
     """
     weights = {"bm25": settings.bm25_weight if bm25_weight is None else bm25_weight, "vector": settings.vector_weight}
     hybrid = mode is SearchMode.HYBRID
-    lists = {kind: _ordered(kind, cands, hybrid, settings) for kind, cands in found.items()}
+    ordered_lists = {kind: _ordered(kind, cands, hybrid) for kind, cands in found.items()}
+    lists = {kind: cands[:want] for kind, cands in ordered_lists.items()}
     scored: dict[tuple[str, int], float] = {}
     ranks: dict[tuple[str, int], dict[str, int]] = {}
     for kind, cands in lists.items():
-        for at, (score, name, row) in enumerate(cands[:want], 1):
+        for at, (score, name, row) in enumerate(cands, 1):
             key = (name, row)
             ranks.setdefault(key, {})[kind] = at
-            if not hybrid:
-                scored[key] = score
-            elif settings.fusion == "convex":
-                scored[key] = scored.get(key, 0.0) + weights[kind] * score
-            else:
-                scored[key] = scored.get(key, 0.0) + weights[kind] / (settings.rrf_k + at)
-    if hybrid and settings.fusion == "convex":  # a row one list did not reach scores that list's last there
-        for kind, cands in lists.items():
-            if cands[:want]:
-                last = cands[:want][-1][0]
-                for key, held in ranks.items():
-                    if kind not in held:
-                        scored[key] += weights[kind] * last
+            scored[key] = scored.get(key, 0.0) + weights[kind] * score if hybrid else score
+    if hybrid:
+        for kind, cands in ordered_lists.items():
+            floor = _floors(cands, want)
+            for key, held in ranks.items():
+                if kind not in held:
+                    scored[key] += weights[kind] * floor.get(key[0], 0.0)
     ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
     return [Ranked(name, row, scored[(name, row)], ranks[(name, row)]) for name, row in ordered]
 
 
-def _ordered(kind: str, cands: list[Scored], hybrid: bool, settings: RetrievalSettings) -> list[Scored]:
-    """One list best first; in hybrid mode BM25 candidates under ``lexical_floor`` of their best are dropped, and
-    scores are normalized where the fusion or ``bm25_per_dataset`` asks (see :class:`RetrievalSettings`)."""
-    convex = hybrid and settings.fusion == "convex"
-    if kind == "bm25" and (convex or settings.bm25_per_dataset):
+def _floors(cands: list[Scored], want: int) -> dict[str, float]:
+    """Per dataset that filled its ``want`` candidates in this list: its last (lowest) candidate's score."""
+    count: dict[str, int] = {}
+    lowest: dict[str, float] = {}
+    for score, name, _ in cands:
+        count[name] = count.get(name, 0) + 1
+        lowest[name] = min(lowest.get(name, score), score)
+    return {name: lowest[name] for name in count if count[name] >= want}
+
+
+def _ordered(kind: str, cands: list[Scored], hybrid: bool) -> list[Scored]:
+    """One list best first; in hybrid mode BM25 scores are divided by their dataset's best for the query (each
+    dataset has its own IDF and lengths: a raw 3.23 in one permit dataset outranked every 0.91 in another)."""
+    if kind == "bm25" and hybrid:
         best: dict[str, float] = {}
         for score, name, _ in cands:
             best[name] = max(best.get(name, 0.0), score)
         cands = [(score / best[name] if best[name] > 0 else 0.0, name, row) for score, name, row in cands]
-    cands = sorted(cands, key=lambda c: (-c[0], c[1], c[2]))
-    if kind == "bm25" and hybrid and cands:
-        floor = settings.lexical_floor * cands[0][0]
-        cands = [c for c in cands if c[0] >= floor]
-    if kind == "vector" and convex and cands and settings.vector_norm == "minmax":
-        hi, lo = cands[0][0], cands[-1][0]
-        cands = [((c[0] - lo) / (hi - lo) if hi > lo else 1.0, c[1], c[2]) for c in cands]
-    return cands
+    return sorted(cands, key=lambda c: (-c[0], c[1], c[2]))
 
 
 def acceptor(index: SearchIndex, live: Live | None, filters: Filters) -> Callable[[int], bool]:

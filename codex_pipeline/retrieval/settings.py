@@ -39,6 +39,13 @@ Rules without a parameter (their alternatives were measured and deleted; figures
   pdf set as an eighth fold "codes" on 7 of 8 (seattle's fold chose "none", which is
   ``lexical_query_weight`` equal to ``bm25_weight``: 98.2 -> 96.1 recall there). Was
   ``LEXICAL_CUES``.
+- Hybrid fusion is a weighted sum of BM25 over its dataset's best and the cosine as it is
+  (:mod:`~codex_pipeline.retrieval.ranking`). LOCO, issue 39 (grid ``fusion-final``, 11 folds incl. the 3
+  independent ones): reciprocal rank fusion (``1 / (60 + rank)``, the literature default and the rule until then),
+  min-max scaled cosines and a BM25 floor (a candidate under half the best BM25 score did not vote, was
+  ``lexical_floor``) lost on every fold. Were ``rrf_k``, ``lexical_floor`` and the switches ``fusion``,
+  ``vector_norm``, ``bm25_per_dataset`` (this one never measured alone: BM25 is always divided by its dataset's
+  best in hybrid mode now).
 - No flat-vector rule. LOCO grid ``exact``: counting vector scores as flat when the top ten lie
   within 0.05 cosine (and weighting BM25 as for a lexical query) changed no question of the 383, so
   the rule stayed off. Was ``FLAT_SPREAD``.
@@ -55,25 +62,6 @@ class RetrievalSettings:
 
     # -- ranking (ranking.py) -----------------------------------------------------------------
 
-    fusion: str = "rrf"
-    """How hybrid mode fuses the BM25 and vector lists: ``"rrf"`` (reciprocal ranks) or ``"convex"`` (each list's
-    scores normalized, then a weighted sum: BM25 divided by its dataset's best score for the query, cosine min-max
-    over the candidates; a row missing from a list scores that list's last candidate's score there). Weights: :attr:`bm25_weight` (or
-    :attr:`lexical_query_weight`) and :attr:`vector_weight` in both."""
-
-    vector_norm: str = "minmax"
-    """How ``convex`` fusion scales cosines: ``"minmax"`` over the candidates (the best 1, the last 0) or ``"raw"``
-    (the cosine itself: its spread among the candidates, often a few hundredths, is kept small)."""
-
-    bm25_per_dataset: bool = False
-    """When one search spans several datasets, order the BM25 candidates by their score over their own dataset's
-    best for the query, not by raw score (each dataset has its own IDF and length statistics, so raw scores are not
-    comparable). Always so in ``convex`` fusion."""
-
-    rrf_k: int = 60
-    """Reciprocal rank fusion constant, ``1 / (rrf_k + rank)``. Literature: Cormack, Clarke & Büttcher 2009;
-    the LanceDB/Haystack default. Not tuned."""
-
     candidates_min: int = 50
     """See :attr:`candidates_per_k`."""
 
@@ -81,21 +69,21 @@ class RetrievalSettings:
     """Hybrid mode fuses the top ``max(k * candidates_per_k, candidates_min)`` of each ranking. Engineering: deep
     enough that a chunk ranked low by one list still gets the other's vote; not tuned."""
 
-    lexical_floor: float = 0.5
-    """In hybrid mode a BM25 candidate votes only if it scores at least this share of the best BM25 score.
-    Dev-tuned on the sample permits and OSHA cases (a permit-number query: chunks sharing only ``bp2026`` must not
-    vote); LOCO grid: eval/loco.py (``fusion``)."""
-
     bm25_weight: float = 1.0
-    """Weight of the BM25 reciprocal ranks in hybrid fusion for an ordinary query. Literature default (plain RRF,
-    equal weights); 1.5 and 2.0 compared in eval/loco.py (grid ``fusion``): not better than the lexical-query
-    weight (:attr:`lexical_query_weight`)."""
+    """Weight of a row's BM25 score over its dataset's best for the query, in hybrid fusion, for an ordinary query.
+    The scale the other weights are relative to (1.0: fixed)."""
 
-    vector_weight: float = 1.0
-    """Weight of the vector reciprocal ranks in hybrid fusion. Literature default (plain RRF, equal weights)."""
+    vector_weight: float = 2.0
+    """Weight of a row's cosine with the query in hybrid fusion. LOCO, issue 39 (11 folds, the 3 independent ones
+    included; recall objective; one index per set): grid ``fusion-final`` (reciprocal ranks or this sum; cosine
+    min-max scaled or as it is; weights 0.5 / 0.75 / 1 / 2; BM25 floor 0 / 0.3) chose this sum, the cosine as it
+    is, weight 2 and no floor on all 11 folds (pooled recall / IoU / hit@5 89.1 / 7.5 / 92.5 -> 89.8 / 7.7 / 93.0
+    against reciprocal ranks with the same citation); grid ``fusion-weight`` (1.5 / 2 / 3 / 4 / 6 x lexical-query
+    weight 1 / 2 / 4): 2 on 6 folds, 1.5 on 5 (LOCO pooled 89.1 / 7.5 / 92.3), 2 best in-sample."""
 
     lexical_query_weight: float = 2.0
-    """The BM25 weight for a lexical query (one holding an identifier or a number; 1.0: no special case). LOCO
+    """The BM25 weight for a lexical query (one holding an identifier or a number; 1.0: no special case). Issue 39
+    (grid ``fusion-weight``, with the fusion above): 2 on 9 of 11 folds (1 on ind-email's, 4 on seattle's). LOCO
     (grid ``exact``, issue 26): 2 chosen on 6 of 7 folds (seattle recall 94.0 -> 96.1, hit@5 95.8 -> 97.9,
     huntsville-whisper 87.8 -> 89.5, the rest within 0.2). With the pdf set as an eighth fold: on 7 of 8 (seattle's
     fold chose no special case: 98.2 -> 96.1 recall there), weights 2 and 4 alike on every set (within 0.1 IoU),
@@ -110,12 +98,18 @@ class RetrievalSettings:
     the top hit for "water main" cited ``[0:858]`` with ``-k 1`` and ``[0:1158]`` with ``-k 5``). A rule: 5, the
     ``k`` every figure in ``eval/`` was measured at, so those figures are unchanged."""
 
-    unit_vector_weight: float = 1.0
+    unit_vector_weight: float = 0.0
     """The weight of a unit's cosine with the query in its score (0: units are told apart by the query's words
-    alone, as in BM25 search). Compared leave-one-corpus-out in eval/loco.py (grid ``passage``)."""
+    alone, in every mode, and no unit is embedded at query time). LOCO, issue 39 (11 folds, objective iou@90): grid
+    ``passage-margin`` (0 / 0.25 / 0.5 x neighbour margins 0.1 / 0.2 / 0.3 x 1 / 2 units) chose 0 with the margin
+    and units below on 10 of 11 folds (ind-email's chose 0.5); pooled over the folds recall / IoU / hit@5
+    86.0 / 8.5 / 91.5 -> 88.3 / 7.5 / 92.0, the cited passage keeping 93.6% of the whole chunk's recall (91.2%). On
+    text nobody here wrote the cosine picked the wrong passage inside the right chunk: ind-council 67.5 -> 75.1,
+    ind-email 64.3 -> 76.6 in-sample. Was 1.0 (the cosine plus the words, dev-tuned)."""
 
     lexical_weight: float = 0.5
-    """A unit's score is its cosine plus this times its IDF-weighted share of the query's words. Dev-tuned
+    """A unit's score is its weighted cosine (:attr:`unit_vector_weight`) plus this times its IDF-weighted share of
+    the query's words (with no cosine, it sets the scale the margins below are measured on). Dev-tuned
     (weights over a wide range scored alike on the first dev pool); LOCO (grids ``citation``, ``final``): 0.5 chosen
     on 6 of 7 folds against 0.25 and 1.0; on all 8 with the pdf set (grid ``citation``)."""
 

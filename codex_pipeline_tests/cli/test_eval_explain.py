@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from codex_pipeline.retrieval.ranking import lexical_weight
 from codex_pipeline.retrieval.settings import DEFAULT
 from codex_pipeline_tests.cli.test_eval_errors import PAGES, QUESTIONS, _corpus, _eval
 
@@ -91,17 +92,15 @@ def test_explain_by_words_picks_the_same_question(work: tuple[Path, Path, Path])
 
 @pytest.mark.parametrize("mode, own", [("bm25", "bm25"), ("vector", "cosine")])
 def test_score_parts_agree_with_the_ranking(work: tuple[Path, Path, Path], mode: str, own: str) -> None:
-    """In a one-list mode the hit's score is that list's score: the raw part re-read from the index must equal it
-    (BM25 divided by the dataset's best when the settings normalize it per dataset; one dataset here)."""
+    """In a one-list mode the hit's score is that list's score: the raw part re-read from the index must equal it."""
     rc, out, err = _rescore(work, "--explain", "1", "--json", "--mode", mode)
     assert rc == 0, err
     hits = json.loads(out)["hits"]
     assert hits
     rank_key = "bm25_rank" if own == "bm25" else "vector_rank"
-    scale = hits[0]["score_parts"]["bm25"] if own == "bm25" and DEFAULT.bm25_per_dataset else 1.0
     for hit in hits:
         parts = hit["score_parts"]
-        assert parts[own] / scale == pytest.approx(hit["score"], abs=1e-3)
+        assert parts[own] == pytest.approx(hit["score"], abs=1e-3)
         assert parts[rank_key] == hit["rank"]
         if mode == "bm25":
             assert parts["cosine"] is None  # no query embedder in a BM25 eval
@@ -143,3 +142,19 @@ def test_explain_propositions_reads_the_parts_from_the_proposition_collection(wo
     for hit in exp["hits"]:
         assert hit["score_parts"]["bm25"] == pytest.approx(hit["score"], abs=1e-3)
         assert hit["evidence_text"] and all(c["text"] for c in hit["cited"])
+
+
+def test_hybrid_score_is_the_weighted_sum_of_its_parts(work: tuple[Path, Path, Path]) -> None:
+    """Hybrid: fused = BM25 weight x BM25 over the best BM25 of the dataset + vector weight x cosine (ranking.fuse),
+    for every hit both lists found, the best BM25 being the BM25 list's first hit."""
+    rc, out, err = _rescore(work, "--explain", "1", "--json")
+    assert rc == 0, err
+    hits = json.loads(out)["hits"]
+    best = [h["score_parts"]["bm25"] for h in hits if h["score_parts"]["bm25_rank"] == 1]
+    both = [h for h in hits if h["score_parts"]["bm25_rank"] and h["score_parts"]["vector_rank"]]
+    assert best and both
+    w_bm25 = lexical_weight(QUESTIONS[0][0], DEFAULT)
+    for hit in both:
+        parts = hit["score_parts"]
+        want = w_bm25 * parts["bm25"] / best[0] + DEFAULT.vector_weight * parts["cosine"]
+        assert hit["score"] == pytest.approx(want, abs=1e-3)

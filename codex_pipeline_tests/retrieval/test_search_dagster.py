@@ -24,6 +24,7 @@ from codex_pipeline.defs.assets import build_dataset_assets
 from codex_pipeline.defs.resources import CodexWarehouse, EmbeddingSettings
 from codex_pipeline.defs.search_assets import build_search_index_asset
 from codex_pipeline.retrieval import Filters, Retriever, index_root, read_manifest
+from codex_pipeline.retrieval.settings import DEFAULT
 from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.storage import Warehouse
 
@@ -264,11 +265,23 @@ def test_evidence_units_are_embedded_at_materialization_and_a_query_embeds_only_
         assert hits and any(len(h.evidence) and h.evidence != h.spans for h in hits)  # a unit, not the chunk
     assert counting.texts == ["children's section shelves"] * 2  # no unit embedded at query time
 
-    # an old index without stored units still answers: the units are embedded at query time
-    baseline = Retriever(wh.root, ["narrative"], embedder=CountingEmbedder())
+    # units are told apart by the query's words by default (RetrievalSettings.unit_vector_weight 0): an old index
+    # without stored units answers the same, embedding nothing but the query
+    old = Retriever(wh.root, ["narrative"], embedder=CountingEmbedder())
+    old.index("narrative").units = None
+    again = old.search("children's section shelves", k=5, mode="hybrid")
+    assert [(h.chunk_id, h.evidence) for h in again] == [(h.chunk_id, h.evidence) for h in hits]
+    assert old.embedder.texts == ["children's section shelves"]  # type: ignore[attr-defined]
+
+    # with the cosine weighed in, the stored unit vectors are read, and an old index embeds its units at query time
+    cosine = dataclasses.replace(DEFAULT, unit_vector_weight=1.0)
+    stored = Retriever(wh.root, ["narrative"], embedder=CountingEmbedder(), settings=cosine)
+    by_cosine = stored.search("children's section shelves", k=5, mode="hybrid")
+    assert stored.embedder.texts == ["children's section shelves"]  # type: ignore[attr-defined]
+    baseline = Retriever(wh.root, ["narrative"], embedder=CountingEmbedder(), settings=cosine)
     baseline.index("narrative").units = None
     again = baseline.search("children's section shelves", k=5, mode="hybrid")
-    assert [(h.chunk_id, h.evidence) for h in again] == [(h.chunk_id, h.evidence) for h in hits]
+    assert [(h.chunk_id, h.evidence) for h in again] == [(h.chunk_id, h.evidence) for h in by_cosine]
     assert len(baseline.embedder.texts) > 1  # type: ignore[attr-defined]
 
 

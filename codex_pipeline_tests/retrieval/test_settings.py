@@ -29,10 +29,10 @@ QUERY = "foundation inspection required before framing"
 def test_the_settings_are_one_frozen_value_with_todays_defaults() -> None:
     assert DEFAULT == RetrievalSettings()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        DEFAULT.rrf_k = 1  # type: ignore[misc]
+        DEFAULT.vector_weight = 1.0  # type: ignore[misc]
     assert [n for n in vars(settings_module) if n.isupper()] == ["DEFAULT"]  # no module constant to patch
-    assert (DEFAULT.rrf_k, DEFAULT.lexical_query_weight, DEFAULT.neighbour_ranks, DEFAULT.widen_top_margin) == (
-        60, 2.0, 3, 0.05)
+    assert (DEFAULT.vector_weight, DEFAULT.lexical_query_weight, DEFAULT.neighbour_ranks, DEFAULT.widen_top_margin,
+            DEFAULT.unit_vector_weight) == (2.0, 2.0, 3, 0.05, 0.0)
 
 
 def test_a_query_naming_a_code_weighs_bm25_as_the_settings_handed_in_say() -> None:
@@ -62,9 +62,10 @@ def test_a_retriever_searches_with_the_settings_it_is_handed(permits: Warehouse)
     before = retriever.search(QUERY, k=5)
     assert before and any(h.context.before or h.context.after for h in before)
 
-    narrow = retriever.with_settings(dataclasses.replace(DEFAULT, context_tokens_per_side=4, rrf_k=0))
+    narrow = retriever.with_settings(dataclasses.replace(DEFAULT, context_tokens_per_side=4, bm25_weight=2.0,
+                                                         vector_weight=2 * DEFAULT.vector_weight))
     got = narrow.search(QUERY, k=5)
-    assert [h.chunk_id for h in got] == [h.chunk_id for h in before]  # rrf_k 0 keeps this order, not the scores
+    assert [h.chunk_id for h in got] == [h.chunk_id for h in before]  # both weights doubled: order kept, scores not
     assert [h.score for h in got] != [h.score for h in before]
     assert all(count_tokens(h.context.before) <= 4 and count_tokens(h.context.after) <= 4 for h in got)
     assert narrow.index(DATASET) is retriever.index(DATASET)  # the open index is shared, not reopened

@@ -29,6 +29,11 @@ TURNS = (
 )
 
 
+
+COSINE = dataclasses.replace(DEFAULT, unit_vector_weight=1.0)
+"""Unit scores with the cosine in them (the default leaves it out: RetrievalSettings.unit_vector_weight): the rules
+below are about how cosines widen and cut citations when a deployment weighs them."""
+
 def _spans(text: str) -> list[tuple[int, int]]:
     out, at = [], 0
     while (k := text.find("Text: ", at)) != -1:
@@ -86,13 +91,13 @@ def test_stored_unit_vectors_are_used_when_their_keys_match_and_embedded_otherwi
     vecs = np.eye(16, dtype=np.float32)[[0 if i == answer else 1 for i in range(len(units.texts))]]
     keys = np.array([unit_key(t) for t in units.texts], np.uint64)
     rec = Recorder()
-    (unit, score), = best_units([(text, [(0, len(text))], None)], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(keys, vecs)])
+    (unit, score), = best_units([(text, [(0, len(text))], None)], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(keys, vecs)], settings=COSINE)
     assert rec.seen == []  # every vector came from the store
     start = text.index("The Flint Hills")
     assert any(s <= start < e for s, e in unit) and score == 1.0
     stale = keys.copy()
     stale[0] += np.uint64(1)  # made from another text: not trusted
-    best_units([(text, [(0, len(text))], None)], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(stale, vecs)])
+    best_units([(text, [(0, len(text))], None)], AnalyzedQuery.of("", q), UnitVectors(rec), stored=[(stale, vecs)], settings=COSINE)
     assert rec.seen == units.texts
 
 
@@ -133,7 +138,7 @@ def _unit_vector(cos: float) -> np.ndarray:
 
 
 def test_a_top_hit_cites_the_neighbour_unit_that_scores_almost_as_well() -> None:
-    widening = dataclasses.replace(DEFAULT, tail_sentences=0)  # widening alone: the third hit cites its whole best unit
+    widening = dataclasses.replace(COSINE, tail_sentences=0)  # widening alone: the third hit cites its whole best unit
     text = _long_text()
     units = chunk_units(text, [(0, len(text))], None)
     assert len(units.texts) >= 3
@@ -173,7 +178,7 @@ def test_a_second_top_hit_widens_only_when_its_best_unit_rivals_the_best_of_all(
     def cited(first: float, second: float, widen_top_margin: float = 0.05) -> list[tuple[tuple[int, int], ...]]:
         got = best_units([cand] * 2, AnalyzedQuery.of("", _unit_vector(1.0)), UnitVectors(Recorder()),
                          stored=[(keys, vectors(first)), (keys, vectors(second))],
-                         settings=dataclasses.replace(DEFAULT, neighbour_ranks=2, widen_top_margin=widen_top_margin))
+                         settings=dataclasses.replace(COSINE, neighbour_ranks=2, widen_top_margin=widen_top_margin))
         return [unit for unit, _ in got]
 
     two = cite(text, units.pieces[best] + units.pieces[best + 1])
@@ -213,7 +218,7 @@ def test_a_lower_hit_cites_its_sentence_holding_the_query_words_unless_it_holds_
         strong = np.stack([_unit_vector(0.9 if j == answer else 0.2) for j in range(len(units.texts))])
         third = np.stack([_unit_vector(cosines_of_third if j == answer else 0.1) for j in range(len(units.texts))])
         got = best_units([cand] * 3, query, UnitVectors(Recorder()), stored=[(keys, strong)] * 2 + [(keys, third)],
-                         settings=dataclasses.replace(DEFAULT, neighbour_ranks=2))
+                         settings=dataclasses.replace(COSINE, neighbour_ranks=2))
         return [unit for unit, _ in got]
 
     assert DEFAULT.tail_sentences == 1
