@@ -17,7 +17,7 @@ class SearchMode(str, Enum):
 
     VECTOR = "vector"  # cosine of the query embedding (HNSW)
     BM25 = "bm25"  # lexical: exact words, numbers, permit ids, citations
-    HYBRID = "hybrid"  # both, fused by reciprocal rank (the default)
+    HYBRID = "hybrid"  # both, fused as a weighted sum of normalized scores (the default; ranking.fuse)
 
 
 @dataclass(frozen=True)
