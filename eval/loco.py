@@ -137,6 +137,14 @@ GRIDS: dict[str, dict[str, list[Any]]] = {  # RetrievalSettings field -> the val
         "vector_weight": [1.5, 2.0, 3.0, 4.0, 6.0],
         "lexical_query_weight": [1.0, 2.0, 4.0],
     },
+    "coverage": {
+        "coverage_boost": [0.0, 0.5, 1.0, 2.0, 4.0],
+        "vector_weight": [2.0, 3.0],
+    },
+    "coverage-edge": {
+        "coverage_boost": [1.5, 2.0, 3.0],
+        "vector_weight": [3.0, 4.0],
+    },
     "passage": {
         "unit_vector_weight": [0.0, 0.25, 0.5, 1.0],
         "lexical_weight": [0.5, 1.0],

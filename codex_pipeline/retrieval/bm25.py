@@ -214,6 +214,20 @@ class Bm25:
         return out
 
 
+    def coverage(self, terms: Sequence[str], row: int) -> float:
+        """The IDF-weighted share of the distinct ``terms`` that ``row`` holds (0..1): how fully the row matches
+        the query's words, rare ones counting most (``log(1 + N / df)``; a term no row holds counts too)."""
+        held = total = 0.0
+        for t in dict.fromkeys(terms):
+            j = self.vocab.get(t)
+            s, e = (int(self.indptr[j]), int(self.indptr[j + 1])) if j is not None and j + 1 < len(self.indptr) else (0, 0)
+            idf = float(np.log1p(self.rows / max(e - s, 1)))
+            total += idf
+            if e > s and bool(np.any(self._indices.read(s, e) == row)):
+                held += idf
+        return held / total if total else 0.0
+
+
 class _NpyColumn:
     """Slices of a 1-d ``.npy`` file read with ``pread``: nothing mapped, nothing kept."""
 

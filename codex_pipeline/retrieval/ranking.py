@@ -70,7 +70,21 @@ def rank(query: AnalyzedQuery, sources: Sequence[Source], k: int, mode: SearchMo
         if mode is not SearchMode.BM25 and query.vector is not None:
             found["vector"] += [(c.score, src.dataset, c.row)
                                 for c in src.index.vector_candidates(query.vector, want, mask, accept)]
-    return fuse(found, mode, want, lexical_weight(query.text, settings), settings)[:k]
+    weight = lexical_weight(query.text, settings)
+    if mode is SearchMode.HYBRID and settings.coverage_boost and found["bm25"]:
+        weight *= 1.0 + settings.coverage_boost * _top_coverage(found["bm25"], sources, terms)
+    return fuse(found, mode, want, weight, settings)[:k]
+
+
+def _top_coverage(cands: list[Scored], sources: Sequence[Source], terms: list[str]) -> float:
+    """How fully the best BM25 candidate of any dataset holds the query's words (the best coverage among each
+    dataset's first candidate)."""
+    index = {s.dataset: s.index for s in sources}
+    tops: dict[str, tuple[float, int]] = {}
+    for score, name, row in cands:
+        if name not in tops or score > tops[name][0]:
+            tops[name] = (score, row)
+    return max(index[name].bm25_coverage(terms, row) for name, (_, row) in tops.items())
 
 
 def lexical_weight(text: str, settings: RetrievalSettings = DEFAULT) -> float:

@@ -317,6 +317,10 @@ class SearchIndex:
 
     # -- candidates -------------------------------------------------------------------
 
+    def bm25_coverage(self, terms: list[str], row: int) -> float:
+        """How fully ``row`` holds the query's words (:meth:`Bm25.coverage`; 0 without a BM25 index)."""
+        return self.bm25.coverage(terms, row) if self.bm25 is not None and terms else 0.0
+
     def bm25_candidates(
         self, terms: list[str], limit: int, mask: np.ndarray | None, accept: RowCheck
     ) -> list[Candidate]:

@@ -32,7 +32,7 @@ def test_the_settings_are_one_frozen_value_with_todays_defaults() -> None:
         DEFAULT.vector_weight = 1.0  # type: ignore[misc]
     assert [n for n in vars(settings_module) if n.isupper()] == ["DEFAULT"]  # no module constant to patch
     assert (DEFAULT.vector_weight, DEFAULT.lexical_query_weight, DEFAULT.neighbour_ranks, DEFAULT.widen_top_margin,
-            DEFAULT.unit_vector_weight) == (2.0, 2.0, 3, 0.05, 0.0)
+            DEFAULT.unit_vector_weight, DEFAULT.coverage_boost) == (3.0, 2.0, 3, 0.05, 0.0, 2.0)
 
 
 def test_a_query_naming_a_code_weighs_bm25_as_the_settings_handed_in_say() -> None:
