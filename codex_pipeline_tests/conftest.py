@@ -36,7 +36,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import dagster as dg
 import pytest
@@ -279,19 +279,31 @@ def fake_embedder():
 
 @pytest.fixture
 def fake_code_location(monkeypatch: pytest.MonkeyPatch) -> Iterator[dg.Definitions]:
-    """``codex_pipeline.defs.defs`` with the fake embedding resource, for code that loads the code
-    location in this process (``codex materialize`` / ``demo`` called through ``cli.main``)."""
+    """``codex_pipeline.defs.defs``, and every definitions ``build_definitions`` makes (what ``codex materialize``
+    / ``demo`` run through ``cli.main``), with the fake embedding resource."""
     import codex_pipeline.defs as location
-    from codex_pipeline_tests.fakes import FakeEmbedding
+    from codex_pipeline.defs import definitions
 
-    faked = dg.Definitions(
-        assets=location.defs.assets,
-        asset_checks=location.defs.asset_checks,
-        jobs=location.defs.jobs,
-        schedules=location.defs.schedules,
-        sensors=location.defs.sensors,
-        executor=location.defs.executor,
-        resources={**(location.defs.resources or {}), "embedding": FakeEmbedding()},
-    )
+    real = definitions.build_definitions
+
+    def build_with_fake(*args: Any, **kwargs: Any) -> dg.Definitions:
+        return _with_fake_embedding(real(*args, **kwargs))
+
+    monkeypatch.setattr(definitions, "build_definitions", build_with_fake)
+    faked = _with_fake_embedding(location.defs)
     monkeypatch.setattr(location, "defs", faked)
     yield faked
+
+
+def _with_fake_embedding(defs: dg.Definitions) -> dg.Definitions:
+    from codex_pipeline_tests.fakes import FakeEmbedding
+
+    return dg.Definitions(
+        assets=defs.assets,
+        asset_checks=defs.asset_checks,
+        jobs=defs.jobs,
+        schedules=defs.schedules,
+        sensors=defs.sensors,
+        executor=defs.executor,
+        resources={**(defs.resources or {}), "embedding": FakeEmbedding()},
+    )
