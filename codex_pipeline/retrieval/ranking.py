@@ -6,8 +6,11 @@ dataset for the query, and ``vector_weight`` times its cosine with the query (a 
 combination of normalized scores; Bruch, Gai & Ingber 2023 found it beats reciprocal rank fusion
 when its weight is tuned). Chosen leave-one-corpus-out over 11 folds, 3 of them with gold written by
 readers who never saw Codex's output (issue 39, ``eval/loco.py`` grids ``fusion-final`` and
-``fusion-weight``; figures in ``eval/README.md``): reciprocal ranks (``1 / (60 + rank)``, the
+``coverage``; figures in ``eval/README.md``): reciprocal ranks (``1 / (60 + rank)``, the
 literature default used until then), min-max scaled cosines and a BM25 floor lost on every fold.
+The BM25 weight is query-adaptive: it grows by ``1 + coverage_boost x c``, ``c`` the IDF-weighted
+share of the query's words the best BM25 candidate holds (a question in the text's own words leans
+on BM25, a paraphrase on the vector; with it hybrid recall is at least BM25's alone on every fold).
 A BM25 score is divided by its own dataset's best because datasets have their own IDF and
 lengths; the cosine is kept as it is (one model, comparable across datasets; its spread among the
 candidates, a few hundredths to a few tenths, is the vector side's confidence). A query holding an

@@ -252,7 +252,7 @@ def best_units(
     ends = np.cumsum([len(cu.pieces) for cu in units])
     window = min(settings.cite_window, len(units))  # the hits that set word weights and the best unit of all
     if not query.empty and lexical_weight and bodies:
-        basis = bodies[: int(ends[window - 1])] if window else bodies
+        basis = int(ends[window - 1]) if window else len(bodies)
         sims = sims + lexical_weight * np.asarray(lexical_shares(query, bodies, basis))
     _sink_metadata_units(sims, candidates, units)
     out: list[tuple[Unit, float]] = []
@@ -381,9 +381,9 @@ def _cosines(vecs: np.ndarray, unit_query: np.ndarray) -> np.ndarray:
     return vecs @ unit_query / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12)
 
 
-def lexical_shares(query: AnalyzedQuery | str, texts: Sequence[str], basis: Sequence[str] | None = None) -> list[float]:
-    """Per text: the share of the query's terms it holds, each term weighted by its IDF among ``basis`` (default
-    ``texts``; a term no text of the basis holds weighs as one every text holds).
+def lexical_shares(query: AnalyzedQuery | str, texts: Sequence[str], basis: int | None = None) -> list[float]:
+    """Per text: the share of the query's terms it holds, each term weighted by its IDF among the first ``basis``
+    texts (default all; a term none of them holds weighs as one all of them hold).
 
     ``log(1 + N / df)``: a word every candidate unit holds (the meeting's topic, the
     list's name) counts little, a word only one unit holds counts most. 0.0 when the
@@ -393,7 +393,7 @@ def lexical_shares(query: AnalyzedQuery | str, texts: Sequence[str], basis: Sequ
     if not wanted:
         return [0.0] * len(texts)
     held = [wanted & set(analyze(t)) for t in texts]
-    among = held if basis is None else [wanted & set(analyze(t)) for t in basis]
+    among = held if basis is None else held[:basis]
     df = Counter(t for h in among for t in h)
     # a term no unit of the basis holds still counts, as a term every unit holds would
     idf = {t: math.log(1.0 + len(among) / df[t]) if t in df else math.log(2.0) for t in wanted}
