@@ -7,8 +7,9 @@ same query analysis the ranking uses: the BM25 terms resolved against every sear
 collection's vocabulary, the cosine of the query embedding with the row's stored vector.
 Ranking is not touched; a hit missing from a list (no rank there) still gets its raw
 score, which says how far it was from that list's window. The scores are raw: in hybrid mode the
-fused score is ``bm25_weight x bm25 / (its dataset's best BM25 for the query) + vector_weight x cosine``
-(:func:`~codex_pipeline.retrieval.ranking.fuse`).
+fused score is ``w x bm25 / (its dataset's best BM25 for the query) + vector_weight x cosine``, ``w`` the
+query's lexical weight times ``1 + coverage_boost x c`` (:func:`~codex_pipeline.retrieval.ranking.rank`), and a
+row one list missed scores that list's floor there (:func:`~codex_pipeline.retrieval.ranking.fuse`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from codex_pipeline.evaluation.runner import ScoredHit
 from codex_pipeline.retrieval import AnalyzedQuery, Retriever
+from codex_pipeline.retrieval.ranking import Vocabulary
 from codex_pipeline.retrieval.searcher import SearchIndex
 
 
@@ -43,16 +45,6 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-class _Known:
-    """A term is known when any searched collection holds it: the ranking's one decision for all datasets."""
-
-    def __init__(self, indexes: Sequence[SearchIndex]) -> None:
-        self.indexes = indexes
-
-    def __contains__(self, term: object) -> bool:
-        return isinstance(term, str) and any(i.knows(term) for i in self.indexes)
-
-
 def _collection(retriever: Retriever, dataset: str, units: str) -> SearchIndex | None:
     index = retriever.index(dataset)
     return index if units == "chunks" else index.propositions
@@ -63,7 +55,7 @@ def score_parts(retriever: Retriever, question: str, hits: Sequence[ScoredHit], 
     """The parts of each of ``hits`` for ``question``; ``with_vector`` False (a BM25 eval, no query embedder)
     leaves the cosine out."""
     searched = [c for ds in retriever.datasets if (c := _collection(retriever, ds, units)) is not None]
-    terms = AnalyzedQuery.of(question).bm25_terms(_Known(searched))
+    terms = AnalyzedQuery.of(question).bm25_terms(Vocabulary(searched))
     query = np.asarray(retriever.embedder.embed([question]).vectors[0], np.float32) if with_vector and hits else None
     bm25_by_dataset: dict[str, np.ndarray | None] = {}
     out = []

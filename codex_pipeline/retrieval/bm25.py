@@ -216,12 +216,13 @@ class Bm25:
 
     def coverage(self, terms: Sequence[str], row: int) -> float:
         """The IDF-weighted share of the distinct ``terms`` that ``row`` holds (0..1): how fully the row matches
-        the query's words, rare ones counting most (``log(1 + N / df)``; a term no row holds counts too)."""
+        the query's words, rare ones counting most (``log(1 + N / df)``; a term no row of this dataset holds, e.g. one
+        another searched dataset holds, counts as one every row holds: ``log 2``, as in ``units.lexical_shares``)."""
         held = total = 0.0
         for t in dict.fromkeys(terms):
             j = self.vocab.get(t)
             s, e = (int(self.indptr[j]), int(self.indptr[j + 1])) if j is not None and j + 1 < len(self.indptr) else (0, 0)
-            idf = float(np.log1p(self.rows / max(e - s, 1)))
+            idf = float(np.log1p(self.rows / (e - s))) if e > s else float(np.log(2.0))  # held nowhere: as lexical_shares
             total += idf
             if e > s and bool(np.any(self._indices.read(s, e) == row)):
                 held += idf

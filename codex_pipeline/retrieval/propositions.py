@@ -2,8 +2,8 @@
 
 Propositions live in the dataset's search index as a second collection
 (:mod:`~codex_pipeline.retrieval.proposition_rows`) and are ranked by the chunk ranking
-(:mod:`~codex_pipeline.retrieval.ranking`): BM25 with whole identifiers and the lexical
-floor, cosine, reciprocal-rank fusion, the same filters. A proposition without a vector
+(:mod:`~codex_pipeline.retrieval.ranking`): BM25 with whole identifiers, cosine, the same
+weighted-sum fusion, the same filters. A proposition without a vector
 (not embedded yet, or by another model) is found by BM25 only.
 """
 

@@ -63,7 +63,7 @@ def rank(query: AnalyzedQuery, sources: Sequence[Source], k: int, mode: SearchMo
          settings: RetrievalSettings = DEFAULT) -> list[Ranked]:
     """The ``k`` best rows of ``sources`` for ``query``, best first, fused with ``settings``."""
     want = max(k * settings.candidates_per_k, settings.candidates_min) if mode is SearchMode.HYBRID else k
-    terms = query.bm25_terms(_Vocabulary([s.index for s in sources]))
+    terms = query.bm25_terms(Vocabulary([s.index for s in sources]))
     found: dict[str, list[Scored]] = {"bm25": [], "vector": []}
     for src in sources:
         mask = src.index.mask(filters)
@@ -106,8 +106,8 @@ def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_we
     dataset's best for the query, the cosine itself), else the one list's scores.
 
     ``bm25_weight``: the BM25 list's weight for this query (default ``settings.bm25_weight``; see
-    :func:`lexical_weight`). A row one list did not reach scores there what that list's last candidate of its
-    dataset scored when the dataset filled its ``want`` candidates (it scored no better, and 0 would be a penalty
+    :func:`lexical_weight`). A row a list found below the merged cut (several datasets) keeps its own score there;
+    a row one list did not reach scores there what that list's last candidate of its dataset scored when the dataset filled its ``want`` candidates (it scored no better, and 0 would be a penalty
     no measurement chose), else 0: a BM25 list that ran short holds every row sharing a word with the query.
     """
     weights = {"bm25": settings.bm25_weight if bm25_weight is None else bm25_weight, "vector": settings.vector_weight}
@@ -124,9 +124,10 @@ def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_we
     if hybrid:
         for kind, cands in ordered_lists.items():
             floor = _floors(cands, want)
+            own = {(name, row): score for score, name, row in cands[want:]}  # found, but below the merged cut
             for key, held in ranks.items():
                 if kind not in held:
-                    scored[key] += weights[kind] * floor.get(key[0], 0.0)
+                    scored[key] += weights[kind] * own.get(key, floor.get(key[0], 0.0))
     ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
     return [Ranked(name, row, scored[(name, row)], ranks[(name, row)]) for name, row in ordered]
 
@@ -170,7 +171,7 @@ def acceptor(index: SearchIndex, live: Live | None, filters: Filters) -> Callabl
     return accept
 
 
-class _Vocabulary:
+class Vocabulary:
     """A term is known when any of the searched indexes holds it (one decision for all datasets)."""
 
     def __init__(self, indexes: Sequence[SearchIndex]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from codex_pipeline.warehouse.integrity import damage, dataset_files
 from codex_pipeline.warehouse.storage import Warehouse
 
-_PARQUET = re.compile(r"""['"]?((?:/|[A-Za-z]:)[^'"\n]*?\.parquet)['"]?""")
+_PARQUET = re.compile(r"""['"]?((?:/|\b[A-Za-z]:[\\/])[^'"\n]*?\.parquet)['"]?""")
 
 
 def unavailable(wh: Warehouse, path: Path, reason: str) -> str:

@@ -104,7 +104,8 @@ def _physical_lines(data: bytes, encoding: str, out: CsvFile) -> list[str | byte
         try:
             text = data.decode(codec)
         except UnicodeDecodeError as exc:
-            out.reject_file(f"not valid {codec} at byte {exc.start}: {exc.reason}; fix: re-save the file as UTF-8", 0)
+            rows = _count_rows(data.decode(codec, "replace").encode("utf-8"))
+            out.reject_file(f"not valid {codec} at byte {exc.start}: {exc.reason}; fix: re-save the file as UTF-8", rows)
             return None
         return [line.decode("utf-8") for line in _split(text.encode("utf-8"))]
     if b"\x00" in data[:4096]:

@@ -66,7 +66,7 @@ def run_bounded(
         raise StatementStopped("stopped by Ctrl-C: the statement was interrupted", by_user=True) from None
     if not done.is_set():
         _stop(con, done)
-        if isinstance(box.get("error"), duckdb.InterruptException) or "result" not in box:
+        if isinstance(box.get("error"), duckdb.InterruptException) or not ("result" in box or "error" in box):
             raise StatementStopped(
                 f"the statement ran past its {timeout:g}-second limit and was stopped; "
                 "rerun with a larger --timeout SECONDS (or --timeout 0 for none), or narrow the query",

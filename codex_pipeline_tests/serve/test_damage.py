@@ -42,3 +42,15 @@ def test_a_truncated_partition_is_a_one_line_503_for_its_dataset(data_dir: Wareh
             others = c.get("/documents/urn:aprs:osha_safety:nothing-here", params={"dataset": "osha_safety"})
             assert others.status_code == 404  # the other dataset still answers
         assert broken.exists() and broken.stat().st_size == len(data) // 2  # the server repaired nothing behind the pipeline
+
+
+def test_an_unquoted_path_in_duckdbs_message_is_found(data_dir: Warehouse, tmp_path: Path) -> None:
+    """DuckDB writes "IO Error: could not read /…/x.parquet" with no quotes: the "r:" of "Error:" is no drive."""
+    from codex_pipeline.serve.damage import from_error
+
+    wh = Warehouse(tmp_path / "data")
+    shutil.copytree(data_dir.root, wh.root)
+    broken = sorted((wh.root / "warehouse" / "docs" / "chunks").glob("*.parquet"))[0]
+    broken.write_bytes(broken.read_bytes()[:100])
+    line = from_error(wh, OSError(f"IO Error: could not read {broken}: truncated"))
+    assert line is not None and f"warehouse/docs/chunks/{broken.name} is damaged" in line and "\n" not in line
