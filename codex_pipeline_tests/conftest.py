@@ -283,27 +283,14 @@ def fake_code_location(monkeypatch: pytest.MonkeyPatch) -> Iterator[dg.Definitio
     / ``demo`` run through ``cli.main``), with the fake embedding resource."""
     import codex_pipeline.defs as location
     from codex_pipeline.defs import definitions
+    from codex_pipeline_tests.fakes import with_fake_embedding
 
     real = definitions.build_definitions
 
     def build_with_fake(*args: Any, **kwargs: Any) -> dg.Definitions:
-        return _with_fake_embedding(real(*args, **kwargs))
+        return with_fake_embedding(real(*args, **kwargs))
 
     monkeypatch.setattr(definitions, "build_definitions", build_with_fake)
-    faked = _with_fake_embedding(location.defs)
+    faked = with_fake_embedding(location.defs)
     monkeypatch.setattr(location, "defs", faked)
     yield faked
-
-
-def _with_fake_embedding(defs: dg.Definitions) -> dg.Definitions:
-    from codex_pipeline_tests.fakes import FakeEmbedding
-
-    return dg.Definitions(
-        assets=defs.assets,
-        asset_checks=defs.asset_checks,
-        jobs=defs.jobs,
-        schedules=defs.schedules,
-        sensors=defs.sensors,
-        executor=defs.executor,
-        resources={**(defs.resources or {}), "embedding": FakeEmbedding()},
-    )

@@ -147,3 +147,18 @@ def child_embedder(batch_size: int) -> Embedder:
 
         return LocalMiniLMEmbedder(batch_size=batch_size)
     return FakeEmbedder(batch_size=batch_size)
+
+
+def with_fake_embedding(defs: Any) -> Any:
+    """``defs`` (a ``dg.Definitions``) with its embedding resource swapped for :class:`FakeEmbedding`."""
+    import dagster as dg
+
+    return dg.Definitions(
+        assets=defs.assets,
+        asset_checks=defs.asset_checks,
+        jobs=defs.jobs,
+        schedules=defs.schedules,
+        sensors=defs.sensors,
+        executor=defs.executor,
+        resources={**(defs.resources or {}), "embedding": _fake_embedding_class()()},
+    )

@@ -19,6 +19,7 @@ from codex_pipeline.cli.query_command import add_query_command
 from codex_pipeline.cli.search_command import add_search_command
 from codex_pipeline.cli.serve_command import add_serve_command
 from codex_pipeline.cli.sources_command import add_sources_command
+from codex_pipeline.cli.tables import print_table
 from codex_pipeline.cli.validate_command import add_validate_command
 from codex_pipeline.datasets.days import DayError, check_days
 from codex_pipeline.datasets.registry import DatasetRegistry
@@ -49,24 +50,7 @@ def chunk_counts(con, dataset: str) -> list[tuple[object, ...]]:
 def _print_rows(con, sql: str, params: Sequence[object] = (), records: bool = False) -> None:
     """Print a query's rows as an aligned table, or as ``col=value`` records."""
     cur = con.execute(sql, list(params))
-    _print_table([d[0] for d in cur.description], cur.fetchall(), records)
-
-
-def _print_table(cols: list[str], rows: Sequence[Sequence[object]], records: bool = False) -> None:
-    """Print rows as an aligned table, or as ``col=value`` records; whitespace in strings folded."""
-    rows = [tuple(" ".join(v.split()) if isinstance(v, str) else v for v in r) for r in rows]
-    if records:
-        for r in rows:
-            print("  " + "  ".join(f"{c}={v}" for c, v in zip(cols, r)))
-        if not rows:
-            print("  (no rows: are embeddings materialized with this model?)")
-        return
-    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(cols)]
-    print("  " + "  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
-    for r in rows:
-        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
-    if not rows:
-        print("  (no rows)")
+    print_table([d[0] for d in cur.description], cur.fetchall(), records)
 
 
 def run_days(days: Sequence[str], settings: CodexSettings, registry: DatasetRegistry) -> bool:
@@ -131,7 +115,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             if not spec.chunked or not wh.has_files(spec.name, "chunks"):
                 continue
             print(f"\ncodex.{spec.name}_chunks:")
-            _print_table(COUNTS_COLUMNS, chunk_counts(con, spec.name))
+            print_table(COUNTS_COLUMNS, chunk_counts(con, spec.name))
         rejects = [s.name for s in registry if wh.has_files(s.name, "rejects")]
         if rejects:
             print("\nrejected inputs (codex.<dataset>_rejects):")

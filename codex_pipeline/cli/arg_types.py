@@ -25,3 +25,14 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
     return n
+
+
+def seconds(value: str) -> float:
+    """A time limit in seconds; 0 for none."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a positive number of seconds, got {value!r}")
+    return seconds

@@ -13,8 +13,9 @@ from typing import Any
 
 import duckdb
 
-from codex_pipeline.cli.arg_types import positive_int
+from codex_pipeline.cli.arg_types import positive_int, seconds
 from codex_pipeline.cli.errors import explain
+from codex_pipeline.cli.tables import print_table
 from codex_pipeline.warehouse.bounded_query import QueryResult, StatementStopped, run_bounded
 from codex_pipeline.warehouse.catalog import CatalogBusy, CatalogError
 from codex_pipeline.warehouse.catalog_sandbox import (
@@ -39,7 +40,7 @@ def add_query_command(sub: Any) -> None:
     q.add_argument("sql")
     q.add_argument(UNSAFE_FILES_FLAG, action="store_true",
                    help="a plain DuckDB session: read and write any file you can (COPY, read_csv, ATTACH, INSTALL)")
-    q.add_argument("--timeout", type=_seconds, default=_DEFAULTS.timeout, metavar="SECONDS",
+    q.add_argument("--timeout", type=seconds, default=_DEFAULTS.timeout, metavar="SECONDS",
                    help=f"stop a statement running longer (default {_DEFAULTS.timeout:g}; 0: no limit)")
     q.add_argument("--memory-limit", type=_size, default=_DEFAULTS.memory_limit, metavar="SIZE",
                    help=f"DuckDB's memory_limit for the session; beyond it, DuckDB spills or fails (default {_DEFAULTS.memory_limit})")
@@ -82,30 +83,12 @@ def print_result(result: QueryResult) -> None:
     if not result.columns:
         print("  (done: the statement returns no rows)")
         return
-    rows = [tuple(" ".join(v.split()) if isinstance(v, str) else v for v in r) for r in result.rows]
-    cols = result.columns
-    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(cols)]
-    print("  " + "  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
-    for r in rows:
-        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
-    if not rows:
-        print("  (no rows)")
+    print_table(result.columns, result.rows)
 
 
 def _fail(line: str, status: int = 2) -> int:
     print(f"codex query: {line}", file=sys.stderr)
     return status
-
-
-def _seconds(value: str) -> float:
-    """A time limit in seconds; 0 for none."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not seconds >= 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a positive number of seconds, got {value!r}")
-    return seconds
 
 
 def _size(value: str) -> str:

@@ -21,7 +21,7 @@ from codex_pipeline.settings import CodexSettings, EnvName
 from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import SAMPLE_LANDING, land
-from codex_pipeline_tests.fakes import FakeEmbedding
+from codex_pipeline_tests.fakes import with_fake_embedding
 
 DAY = "2026-11-24"
 DATE = dt.date.fromisoformat(DAY)
@@ -52,16 +52,7 @@ IN-3,Noodle Tres,11/22/2026,P,80
 
 def _location(settings: CodexSettings) -> dg.Definitions:
     """The code location of ``settings``, its embedding resource swapped for the fake."""
-    defs = build_definitions(settings)
-    return dg.Definitions(
-        assets=defs.assets,
-        asset_checks=defs.asset_checks,
-        jobs=defs.jobs,
-        schedules=defs.schedules,
-        sensors=defs.sensors,
-        executor=defs.executor,
-        resources={**(defs.resources or {}), "embedding": FakeEmbedding()},
-    )
+    return with_fake_embedding(build_definitions(settings))
 
 
 def _materialize(defs: dg.Definitions, datasets: tuple[str, ...]) -> dg.ExecuteInProcessResult:
