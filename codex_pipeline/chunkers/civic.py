@@ -1,4 +1,4 @@
-"""civic_intelligence: one chunk tree per agenda item.
+"""civic_intelligence: one chunk tree per agenda item (agendas, minutes and transcripts without speakers: ``.meetings``).
 
 ``agenda_item`` (``item.{n}``, the item summary) is the parent of
 
@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codex_pipeline.chunkers.record_view import RecordLimits, blocks_needed
+from codex_pipeline.chunkers.meetings import MeetingLimits, chunk_meeting_record, chunk_transcript_items
+from codex_pipeline.chunkers.record_view import blocks_needed
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
 from codex_pipeline.core.documents import Block, SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
@@ -52,7 +53,7 @@ SUMMARY_METHODS = {
 
 
 @dataclass(frozen=True)
-class CivicLimits(RecordLimits):
+class CivicLimits(MeetingLimits):
     """The merge rule and the transcript item summary's sizes.
 
     ``merge_below_tokens``: a turn group whose spoken text is under this takes the
@@ -400,7 +401,14 @@ def _excerpt(text: str, s: int, e: int, limit: int = ANNOUNCEMENT_CHARS) -> tupl
 
 
 def chunk_civic(doc: SourceDocument, limits: CivicLimits = CivicLimits()) -> list[ChunkDraft]:
-    """Dispatch on the landing format: transcripts carry ``payload["transcript"]``."""
-    if doc.payload and "transcript" in doc.payload:
+    """Dispatch on the landing format: diarized transcripts carry ``payload["transcript"]``, agendas, minutes and
+    transcripts without speakers ``payload["meeting"]`` (:mod:`.meetings`), JSON Lines records neither."""
+    payload = doc.payload or {}
+    if "transcript" in payload:
         return chunk_transcript(doc, limits)
+    kind = payload.get("meeting", {}).get("kind")
+    if kind == "transcript":
+        return chunk_transcript_items(doc, limits)
+    if kind in ("agenda", "minutes"):
+        return chunk_meeting_record(doc, limits)
     return chunk_record(doc, limits)

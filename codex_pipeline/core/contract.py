@@ -7,6 +7,7 @@ are Codex additions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 import pyarrow as pa
@@ -34,6 +35,9 @@ class ChunkType(str, Enum):
     DOC_SECTION = "doc_section"  # docs: one or more fused Markdown sections, or a part of one
     EMAIL_THREAD = "email_thread"  # email_threads: thread summary (parent of its windows)
     EMAIL_WINDOW = "email_window"  # email_threads: a sliding window of messages, or a part of one
+    MOTION = "motion"  # civic_intelligence: a motion in minutes with its vote line (codex.civic_intelligence_votes)
+    ITEM_TEXT = "item_text"  # civic_intelligence: a piece of an agenda item's own text in an agenda or minutes
+    TRANSCRIPT_SEGMENT = "transcript_segment"  # civic_intelligence: sentence-bounded stretch of a transcript without speakers
     # -- chunk types added by later datasets go above this line --
 
 
@@ -43,6 +47,31 @@ SYNTHETIC_CHUNK_TYPES: frozenset[str] = frozenset({ChunkType.EMAIL_THREAD.value}
 """Chunk types whose text a chunker wrote (a thread's subject, counts and participants), not words of the source
 file: they are parents for navigation and context, never a search hit unless a filter asks for them by type (their
 spans point to no place in the file a user could cite; issue 39: 20 of 230 mail top-5 slots)."""
+
+@dataclass(frozen=True)
+class TypedView:
+    """A view that reads one chunk type's metadata as typed columns: SQL users query votes, not JSON.
+
+    ``columns``: (column name, metadata key, DuckDB type) each; lists are ``VARCHAR[]``.
+    """
+
+    dataset: str
+    name: str  # the view is codex.{dataset}_{name}
+    chunk_type: str
+    columns: tuple[tuple[str, str, str], ...]
+
+
+TYPED_VIEWS: tuple[TypedView, ...] = (
+    TypedView("civic_intelligence", "votes", "motion", (
+        ("meeting_id", "meeting_id", "VARCHAR"), ("record_kind", "record_kind", "VARCHAR"), ("item", "item", "VARCHAR"),
+        ("mover", "mover", "VARCHAR"), ("seconder", "seconder", "VARCHAR"), ("result", "result", "VARCHAR"),
+        ("ayes", "ayes_count", "INTEGER"), ("noes", "noes_count", "INTEGER"), ("abstentions", "abstain_count", "INTEGER"),
+        ("absent", "absent_count", "INTEGER"), ("unanimous", "unanimous", "BOOLEAN"),
+        ("aye_names", "ayes", "VARCHAR[]"), ("no_names", "noes", "VARCHAR[]"), ("abstained_names", "abstain", "VARCHAR[]"),
+        ("absent_names", "absent", "VARCHAR[]"), ("items_acted_on", "items", "VARCHAR[]"),
+    )),
+)
+"""Typed views over chunk metadata, made beside the dataset's chunks view (``warehouse.catalog_views``)."""
 
 SEED_FIELDS: tuple[str, ...] = (
     "chunk_id",

@@ -123,13 +123,15 @@ def built_in_specs() -> tuple[DatasetSpec, ...]:
         ),
         DatasetSpec(
             name="civic_intelligence",
-            description="Council meeting records (JSON Lines, pandera-validated) and diarized transcripts, chunked "
-            "as agenda-item trees: agenda_item → speaker_turn / condition / contingency.",
+            description="Council meeting records (JSON Lines, pandera-validated), diarized transcripts, agendas and "
+            "minutes (PDF, DOCX, text) and transcripts without speakers (captions, one-line Whisper), chunked as "
+            "agenda-item trees: agenda_item → speaker_turn / item_text / motion / condition / contingency / "
+            "transcript_segment.",
             load_day=load_civic_day,
             chunker=chunk_civic,
             limits=CivicLimits(merge_below_tokens=50, max_merged_tokens=400),
-            chunker_revision="2.1",  # 2.1: item summaries quote the item's longest turns, char_span covers the last turn
-            source_version="3",  # 3: more agenda items inferred (more phrases, chair's other labels, after votes)
+            chunker_revision="3.0",  # 3.0: agendas, minutes and transcripts without speakers (chunkers/meetings.py)
+            source_version="4",  # 4: agendas, minutes (PDF, DOCX, text) and captions / one-line transcripts are read
         ),
         DatasetSpec(
             name="events_timeline",

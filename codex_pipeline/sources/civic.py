@@ -19,6 +19,7 @@ into ``raw.blocks``, so the chunker cuts at these offsets and never parses again
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
@@ -29,13 +30,18 @@ from typing import Any
 from codex_pipeline.core.documents import Block, LoadResult, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
 from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript, transcript_blocks
+from codex_pipeline.sources.documents import read_file, text_document
 from codex_pipeline.sources.files import landing_files, read_text
+from codex_pipeline.sources.meetings.reader import is_transcript, record_document
+from codex_pipeline.sources.meetings.reader import transcript_document as transcript_document_of
 from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, dedupe, read_json_lines
 from codex_pipeline.sources.structured import HTTP_URL_RULE
 
 DATASET = "civic_intelligence"
 TRANSCRIPT_SUFFIX = ".txt"
 RECORD_SUFFIX = ".jsonl"
+DOCUMENT_SUFFIXES = (".pdf", ".docx")
+DIARIZED_LABEL = re.compile(r"^Start:[ \t]*\d{1,2}:\d{2}:\d{2}", re.M)  # a diarized turn's time line
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 _ITEM_NUMBER = re.compile(r"^[A-Za-z0-9]{1,8}(?:-[A-Za-z0-9]{1,8}){0,2}$")
@@ -354,7 +360,7 @@ def render_record(rec: dict[str, Any]) -> tuple[str, tuple[Block, ...]]:
 # ------------------------------------------------------------------ loading
 
 
-def record_document(r: RawRecord) -> SourceDocument:
+def record_document_of(r: RawRecord) -> SourceDocument:
     """A validated meeting record as one document: text and blocks from :func:`render_record`, the record as payload."""
     text, blocks = render_record(r.data)
     return SourceDocument(
@@ -369,20 +375,31 @@ def record_document(r: RawRecord) -> SourceDocument:
 
 
 def transcript_document(path: Path, day_dir: Path) -> tuple[SourceDocument | None, list[Reject]]:
-    """A transcript file as one document, and its rejects.
-
-    A bad file name, unreadable text or no parsable block stops the file. Malformed
-    stretches between good blocks do not: each is one reject (by line number) and is
-    left out of the document's turn blocks, so the chunker skips it.
-    """
+    """A diarized transcript file as one document, and its rejects (see :func:`diarized_document`)."""
     rel = path.relative_to(day_dir).as_posix()
-    record_id = path.stem
-    if not _ID.match(record_id):
-        return None, [Reject(rel, f"transcript file name {path.name!r} is not a record id: rename it to "
-                                  "[A-Za-z0-9][A-Za-z0-9._-]* (at most 120 chars) plus .txt")]
+    bad_name = _bad_record_id(path, rel)
+    if bad_name is not None:
+        return None, [bad_name]
     text = read_text(path, day_dir)
     if isinstance(text, Reject):
         return None, [text]
+    return diarized_document(rel, path.stem, text)
+
+
+def _bad_record_id(path: Path, rel: str) -> Reject | None:
+    if _ID.match(path.stem):
+        return None
+    return Reject(rel, f"file name {path.name!r} is not a record id: rename it to [A-Za-z0-9][A-Za-z0-9._-]* "
+                       "(at most 120 chars) plus its suffix")
+
+
+def diarized_document(rel: str, record_id: str, text: str) -> tuple[SourceDocument | None, list[Reject]]:
+    """A diarized transcript's text as one document, and its rejects.
+
+    No parsable block stops the file. Malformed stretches between good blocks do not: each
+    is one reject (by line number) and is left out of the document's turn blocks, so the
+    chunker skips it.
+    """
     parsed = parse_transcript(text)
     if not parsed.turns:
         return None, [Reject(rel, "no speaker turns found: expected blocks of 'Name:', 'Start:', 'End:', "
@@ -396,7 +413,8 @@ def transcript_document(path: Path, day_dir: Path) -> tuple[SourceDocument | Non
         title=parsed.title or record_id,
         payload={"transcript": {"title": parsed.title, "turns": len(parsed.turns),
                                 "malformed_blocks": len(parsed.malformed), "chair": inference.chair,
-                                "chair_basis": inference.chair_basis}},
+                                "chair_basis": inference.chair_basis},
+                 "meeting": {"kind": "transcript", "style": "diarized"}},
         blocks=transcript_blocks(parsed, inference),
     )
     rejects = [
@@ -407,33 +425,72 @@ def transcript_document(path: Path, day_dir: Path) -> tuple[SourceDocument | Non
     return doc, rejects
 
 
+def _text_record(path: Path, day_dir: Path, rel: str, rejects: list[Reject],
+                 transcripts: list[tuple[str, str, str]]) -> SourceDocument | None:
+    """A ``.txt`` file: a diarized transcript, a transcript without speakers (kept for after the agendas), or
+    an agenda or minutes as plain text."""
+    text = read_text(path, day_dir)
+    if isinstance(text, Reject):
+        rejects.append(text)
+        return None
+    if DIARIZED_LABEL.search(text[:4096]):
+        doc, bad = diarized_document(rel, path.stem, text)
+        rejects.extend(bad)
+        return doc
+    if is_transcript(text):
+        transcripts.append((rel, path.stem, text))
+        return None
+    got = text_document(rel, text, "text")
+    if isinstance(got, Reject):
+        rejects.append(got)
+        return None
+    return record_document(dataclasses.replace(got, record_id=path.stem), path.name, rejects)
+
+
 def load_civic_day(day_dir: Path) -> LoadResult:
-    """Every ``.jsonl`` record and ``.txt`` transcript of one landing day."""
+    """Every record of one landing day: ``.jsonl`` meeting records, transcripts, agendas and minutes.
+
+    ``.txt`` files are diarized transcripts, transcripts without speakers, or agendas and
+    minutes as text; ``.pdf`` and ``.docx`` files are agendas and minutes. Transcripts without
+    speakers are read last, so they align with the agenda of their meeting landed the same day.
+    """
     result = LoadResult()
     raw: list[RawRecord] = []
-    transcripts: list[SourceDocument] = []
+    docs: list[SourceDocument] = []
+    transcripts: list[tuple[str, str, str]] = []
     for path in landing_files(day_dir):
         suffix = path.suffix.lower()
+        rel = path.relative_to(day_dir).as_posix()
         if suffix == RECORD_SUFFIX:
             got, bad = read_json_lines(path, day_dir)
             raw.extend(got)
             result.rejects.extend(bad)
-        elif suffix == TRANSCRIPT_SUFFIX:
-            doc, bad = transcript_document(path, day_dir)
-            result.rejects.extend(bad)
-            if doc is not None:
-                transcripts.append(doc)
+            continue
+        if suffix not in (TRANSCRIPT_SUFFIX, *DOCUMENT_SUFFIXES):
+            result.rejects.append(Reject(rel, f"unsupported file type {suffix or '(none)'!r}: civic_intelligence takes "
+                                              ".jsonl records, .txt transcripts, agendas and minutes, and .pdf / .docx "
+                                              "agendas and minutes"))
+            continue
+        bad_name = _bad_record_id(path, rel)
+        if bad_name is not None:
+            result.rejects.append(bad_name)
+            continue
+        if suffix == TRANSCRIPT_SUFFIX:
+            doc = _text_record(path, day_dir, rel, result.rejects, transcripts)
         else:
-            result.rejects.append(Reject(
-                path.relative_to(day_dir).as_posix(),
-                f"unsupported file type {suffix or '(none)'!r}: civic_intelligence takes .jsonl records "
-                "and .txt transcripts"))
+            read = read_file(path, day_dir, result.rejects)
+            doc = None if read is None else record_document(
+                dataclasses.replace(read, record_id=path.stem), path.name, result.rejects)
+        if doc is not None:
+            docs.append(doc)
     valid, bad = validate_records(raw)
     result.rejects.extend(bad)
     valid, dupes = dedupe(valid, "record_id")
     result.rejects.extend(dupes)
-    result.documents.extend(record_document(r) for r in valid)
-    result.documents.extend(_unique(transcripts, {d.record_id for d in result.documents}, result.rejects))
+    result.documents.extend(record_document_of(r) for r in valid)
+    meetings = [d for d in docs if (d.payload or {}).get("meeting", {}).get("kind") in ("agenda", "minutes")]
+    docs.extend(transcript_document_of(rel, rid, text, meetings) for rel, rid, text in transcripts)
+    result.documents.extend(_unique(docs, {d.record_id for d in result.documents}, result.rejects))
     return result
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from codex_pipeline.core.contract import TYPED_VIEWS, TypedView
+
 if TYPE_CHECKING:
     from codex_pipeline.warehouse.storage import Warehouse
 
@@ -131,11 +133,29 @@ def views_for(warehouse: Warehouse, dataset: str, table: str) -> dict[str, str]:
     chunk_keyed_without_chunks = table in CHUNK_KEYED_TABLES and indexed and not warehouse.has_files(dataset, "chunks")
     if not warehouse.has_files(dataset, table) or chunk_keyed_without_chunks:
         return {}
+    typed = {f"{dataset}_{v.name}": typed_view_sql(v) for v in TYPED_VIEWS if table == "chunks" and v.dataset == dataset}
     if not (indexed and table in CURRENT_TABLES):
-        return {f"{dataset}_{table}": view_sql(warehouse, dataset, table)}
+        return {f"{dataset}_{table}": view_sql(warehouse, dataset, table)} | typed
     history = f"{dataset}_{table}{HISTORY_SUFFIX}"
     return {
         f"{dataset}_documents": documents_view_sql(warehouse, dataset),
         history: _history_sql(warehouse, dataset, table, f"{SCHEMA}.{history}"),
         f"{dataset}_{table}": current_view_sql(warehouse, dataset, table),
-    }
+    } | typed
+
+
+def typed_view_sql(view: TypedView) -> str:
+    """``codex.<dataset>_<name>``: the chunks of one type with their metadata as typed columns, page and text."""
+    check_identifier(view.name, "view")
+    cols = []
+    for column, key, sql_type in view.columns:
+        check_identifier(column, "column")
+        path = sql_literal(f"$.{key}")
+        value = f"json_extract_string(c.metadata, {path})" if sql_type == "VARCHAR" else f"json_extract(c.metadata, {path})"
+        cols.append(f"TRY_CAST({value} AS {sql_type}) AS {column}")
+    return (
+        f"CREATE OR REPLACE VIEW {SCHEMA}.{view.dataset}_{view.name} AS SELECT c.chunk_id, c.doc_id, c.section_id, "
+        f"c.parent_chunk_id, c.partition_date, {', '.join(cols)}, "
+        "TRY_CAST(json_extract(c.evidence_anchor, '$.page') AS INTEGER) AS page, c.chunk_text "
+        f"FROM {SCHEMA}.{view.dataset}_chunks c WHERE c.chunk_type = {sql_literal(view.chunk_type)}"
+    )

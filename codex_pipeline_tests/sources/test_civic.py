@@ -125,7 +125,7 @@ def test_duplicate_record_ids_across_files_and_transcripts_are_rejected(tmp_path
     reasons = sorted(r.reason for r in res.rejects)
     assert reasons[0].startswith("duplicate record_id 'testville-2026-11-24'")
     assert reasons[1].startswith("duplicate record_id 'testville-2026-11-24': a record or transcript")
-    assert reasons[2].startswith("unsupported file type '.pdf'")
+    assert reasons[2].startswith("not an agenda, minutes or transcript (0 numbered agenda items, 0 motions")
 
 
 def test_canonical_text_blocks_point_at_real_text() -> None:
@@ -258,7 +258,7 @@ def test_malformed_block_is_reported_and_the_rest_lands(tmp_path: Path) -> None:
     line = broken[: broken.index("City Clerk:")].count("\n") + 1
     assert reasons[("broken-meeting.txt", f"line {line}")].startswith("malformed transcript block skipped")
     assert "rename it" in reasons[("bad name.txt", None)]
-    assert reasons[("empty-meeting.txt", None)].startswith("no speaker turns found")
+    assert reasons[("empty-meeting.txt", None)].startswith("not an agenda, minutes or transcript")
 
 
 def _transcript(turns: list[tuple[str, str]]) -> str:
