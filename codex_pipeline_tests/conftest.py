@@ -234,6 +234,17 @@ def land(warehouse: Warehouse, dataset: str, day: str, source: Path) -> Path:
     return dest
 
 
+def query_catalog(warehouse: Warehouse, sql: str) -> list[tuple]:
+    """The rows of ``sql`` over the ``codex`` views of ``warehouse`` (a read-only catalog connection, closed after)."""
+    from codex_pipeline.warehouse.catalog import connect_catalog
+
+    con = connect_catalog(warehouse)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
 def materialize_dataset(
     warehouse: Warehouse,
     dataset: str,

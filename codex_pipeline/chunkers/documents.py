@@ -20,7 +20,6 @@ the anchor also carries ``pages`` when the chunk runs onto later pages and ``box
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 from codex_pipeline.chunkers.markdown import MarkdownLimits, chunk_markdown
 from codex_pipeline.chunkers.sizing import Budget, split_range
 from codex_pipeline.core.contract import ChunkType
-from codex_pipeline.core.documents import Block, SourceDocument
+from codex_pipeline.core.documents import Block, PageIndex, SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.core.tokens import count_tokens, count_tokens_batch
 
@@ -58,17 +57,11 @@ class _Packer:
         self.doc, self.text, self.fmt = doc, doc.text, fmt
         self.budget = Budget("tokens", limits.max_tokens)
         self.units = sorted((b for b in doc.blocks if b.kind in UNIT_KINDS), key=lambda b: b.start)
-        pages = sorted((b.start, int(b.key)) for b in doc.blocks if b.kind == "page")
-        self.page_starts = [s for s, _ in pages]
-        self.page_numbers = [n for _, n in pages]
+        self.pages = PageIndex(doc.blocks)
         self.ocr = {int(b.key): b.meta["ocr_confidence"] for b in doc.blocks if b.kind == "page" and "ocr_confidence" in b.meta}
         self.drafts: list[ChunkDraft] = []
         self.per_page: dict[int, int] = {}
         self.path: list[tuple[int, str]] = []  # open headings (level, title)
-
-    def page_at(self, offset: int) -> int | None:
-        k = bisect.bisect_right(self.page_starts, offset) - 1
-        return self.page_numbers[k] if k >= 0 else None
 
     def run(self) -> list[ChunkDraft]:
         sizes = count_tokens_batch([self.text[u.start : u.end] for u in self.units])
@@ -98,8 +91,8 @@ class _Packer:
     def emit(self, group: list[Block], segments: list[Segment] | None = None) -> None:
         segs = segments or self.segments([(u.start, u.end) for u in group])
         text = "".join(j + self.text[s:e] for s, e, j in segs)
-        page = self.page_at(segs[0][0])
-        last = self.page_at(segs[-1][1] - 1)
+        page = self.pages.at(segs[0][0])
+        last = self.pages.at(segs[-1][1] - 1)
         extra: dict[str, Any] = {}
         if page is not None and last is not None and last != page:
             extra["pages"] = [page, last]

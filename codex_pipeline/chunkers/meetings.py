@@ -22,16 +22,15 @@ segments, each with the caption timestamp before it.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from codex_pipeline.chunkers.record_view import RecordLimits, blocks_needed
 from codex_pipeline.core.contract import MAX_CHUNK_TOKENS, ChunkType
-from codex_pipeline.core.documents import Block, SourceDocument
+from codex_pipeline.core.documents import Block, PageIndex, SourceDocument
 from codex_pipeline.core.rows import ChunkDraft
-from codex_pipeline.core.splitting import bounded_split
+from codex_pipeline.core.splitting import bounded_split, trim
 from codex_pipeline.core.tokens import TokenizedText, count_tokens_batch
 
 ITEM_TOKENS = 400  # an item whose own text is within this is one agenda_item chunk, text and all
@@ -66,48 +65,30 @@ def _subtract(span: tuple[int, int], holes: Sequence[tuple[int, int]]) -> list[t
 
 def _trim(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """Spans with surrounding whitespace removed; empty ones dropped."""
-    out = []
-    for s, e in spans:
-        piece = text[s:e]
-        lead = len(piece) - len(piece.lstrip())
-        tail = len(piece) - len(piece.rstrip())
-        if e - tail > s + lead:
-            out.append((s + lead, e - tail))
-    return out
+    return [t for t in (trim(text, s, e) for s, e in spans) if t[1] > t[0]]
 
 
-class _Pages:
-    """Which page an offset is on (``page`` blocks), for page-exact addresses."""
-
-    def __init__(self, doc: SourceDocument) -> None:
-        pages = sorted((b.start, int(b.key)) for b in doc.blocks if b.kind == "page")
-        self.starts = [s for s, _ in pages]
-        self.numbers = [n for _, n in pages]
-
-    def at(self, offset: int) -> int | None:
-        k = bisect.bisect_right(self.starts, offset) - 1
-        return self.numbers[k] if k >= 0 else None
-
-    def extra(self, spans: Sequence[tuple[int, int]]) -> dict[str, Any] | None:
-        first, last = self.at(spans[0][0]), self.at(spans[-1][1] - 1)
-        return {"pages": [first, last]} if first is not None and last is not None and last != first else None
+def _page_extra(pages: PageIndex, spans: Sequence[tuple[int, int]]) -> dict[str, Any] | None:
+    """``{"pages": [first, last]}`` for a chunk that runs onto later pages."""
+    first, last = pages.at(spans[0][0]), pages.at(spans[-1][1] - 1)
+    return {"pages": [first, last]} if first is not None and last is not None and last != first else None
 
 
-def _joined(text: str, spans: Sequence[tuple[int, int]], sep: str = "\n") -> str:
-    """A chunk's text: its one span verbatim, or its spans joined by ``sep``."""
-    return text[spans[0][0] : spans[0][1]] if len(spans) == 1 else sep.join(text[s:e] for s, e in spans)
+def _joined(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """A chunk's text: its one span verbatim, or its spans joined by newlines."""
+    return text[spans[0][0] : spans[0][1]] if len(spans) == 1 else "\n".join(text[s:e] for s, e in spans)
 
 
 def _draft(text: str, sid: str, kind: ChunkType, spans: list[tuple[int, int]], tokens: int, parent: str | None,
-           pages: _Pages, meta: dict[str, Any], sep: str = "\n") -> ChunkDraft:
-    return ChunkDraft(sid, kind, _joined(text, spans, sep), tuple(spans), tokens, parent, page=pages.at(spans[0][0]),
-                      anchor_extra=pages.extra(spans), metadata=meta)
+           pages: PageIndex, meta: dict[str, Any]) -> ChunkDraft:
+    return ChunkDraft(sid, kind, _joined(text, spans), tuple(spans), tokens, parent, page=pages.at(spans[0][0]),
+                      anchor_extra=_page_extra(pages, spans), metadata=meta)
 
 
 def chunk_meeting_record(doc: SourceDocument, limits: MeetingLimits = MeetingLimits()) -> list[ChunkDraft]:
     """Chunk tree of an agenda or minutes (see the module docstring)."""
     text = doc.text
-    pages = _Pages(doc)
+    pages = PageIndex(doc.blocks)
     meeting = (doc.payload or {})["meeting"]
     running = sorted((b.start, b.end) for b in doc.blocks if b.kind == "running")
     items = blocks_needed(doc, "agenda_item")
@@ -120,7 +101,7 @@ def chunk_meeting_record(doc: SourceDocument, limits: MeetingLimits = MeetingLim
     for item in items:
         sid = f"item.{item.key}"
         parent = f"item.{item.meta['parent']}" if item.meta.get("parent") else None
-        own = [b for b in parts.get(item.key, [])]
+        own = parts.get(item.key, [])
         title = (item.start, item.start + item.meta["title_end"])
         holes = sorted([*running, *((b.start, b.end) for b in own)])
         free = _trim(text, _subtract((title[1], item.end), holes))
@@ -151,7 +132,7 @@ def chunk_meeting_record(doc: SourceDocument, limits: MeetingLimits = MeetingLim
     return out
 
 
-def _text_pieces(text: str, sid: str, free: list[tuple[int, int]], pages: _Pages, meta: dict[str, Any],
+def _text_pieces(text: str, sid: str, free: list[tuple[int, int]], pages: PageIndex, meta: dict[str, Any],
                  limits: MeetingLimits) -> list[ChunkDraft]:
     """The item's own text outside its motions: runs between holes, each cut by ``bounded_split``."""
     out: list[ChunkDraft] = []
@@ -172,7 +153,6 @@ def chunk_transcript_items(doc: SourceDocument, limits: MeetingLimits = MeetingL
     segs = blocks_needed(doc, "segment")
     common = {"record_kind": "transcript", "meeting_id": meeting.get("meeting_id")}
     out: list[ChunkDraft] = []
-    sizes = dict(zip((b.start for b in segs), count_tokens_batch([text[b.start : b.end] for b in segs])))
     items = blocks_needed(doc, "agenda_item")
     summaries = [_summary(text, item, meeting, limits) for item in items]
     for item, (summary, span), n in zip(items, summaries, count_tokens_batch([s for s, _ in summaries])):
@@ -190,7 +170,7 @@ def chunk_transcript_items(doc: SourceDocument, limits: MeetingLimits = MeetingL
             if item.start <= b.start < item.end:
                 extra = {"clock": b.meta["clock"], "clock_offset": b.meta["clock_offset"]} if "clock" in b.meta else None
                 out.append(ChunkDraft(f"{sid}.segment.{b.key}", ChunkType.TRANSCRIPT_SEGMENT, text[b.start : b.end],
-                                      ((b.start, b.end),), sizes[b.start], sid, anchor_extra=extra,
+                                      ((b.start, b.end),), b.meta["tokens"], sid, anchor_extra=extra,
                                       metadata=common | {"item": item.key}))
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,20 @@ class SourceDocument:
     def block(self, kind: str) -> Block | None:
         """The first block of ``kind``, or None if the reader stored none."""
         return next((b for b in self.blocks if b.kind == kind), None)
+
+
+class PageIndex:
+    """Which page an offset of a document's text is on, from its reader's ``page`` blocks (page-exact addresses)."""
+
+    def __init__(self, blocks: Sequence[Block]) -> None:
+        pages = sorted((b.start, int(b.key)) for b in blocks if b.kind == "page")
+        self.starts = [s for s, _ in pages]
+        self.numbers = [n for _, n in pages]
+
+    def at(self, offset: int) -> int | None:
+        """The page holding ``offset``; None when the document has no pages (or it is before the first)."""
+        k = bisect.bisect_right(self.starts, offset) - 1
+        return self.numbers[k] if k >= 0 else None
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from codex_pipeline.core.ids import make_doc_id
 from codex_pipeline.sources.council_transcript import infer_agenda_items, parse_transcript, transcript_blocks
 from codex_pipeline.sources.documents import read_file, text_document
 from codex_pipeline.sources.files import landing_files, read_text
-from codex_pipeline.sources.meetings.reader import is_transcript, record_document
-from codex_pipeline.sources.meetings.reader import transcript_document as transcript_document_of
+from codex_pipeline.sources.meetings import reader as meetings
+from codex_pipeline.sources.meetings.speech import transcript_style
 from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, dedupe, read_json_lines
 from codex_pipeline.sources.structured import HTTP_URL_RULE
 
@@ -360,7 +360,7 @@ def render_record(rec: dict[str, Any]) -> tuple[str, tuple[Block, ...]]:
 # ------------------------------------------------------------------ loading
 
 
-def record_document_of(r: RawRecord) -> SourceDocument:
+def record_document(r: RawRecord) -> SourceDocument:
     """A validated meeting record as one document: text and blocks from :func:`render_record`, the record as payload."""
     text, blocks = render_record(r.data)
     return SourceDocument(
@@ -372,18 +372,6 @@ def record_document_of(r: RawRecord) -> SourceDocument:
         payload=r.data,
         blocks=blocks,
     )
-
-
-def transcript_document(path: Path, day_dir: Path) -> tuple[SourceDocument | None, list[Reject]]:
-    """A diarized transcript file as one document, and its rejects (see :func:`diarized_document`)."""
-    rel = path.relative_to(day_dir).as_posix()
-    bad_name = _bad_record_id(path, rel)
-    if bad_name is not None:
-        return None, [bad_name]
-    text = read_text(path, day_dir)
-    if isinstance(text, Reject):
-        return None, [text]
-    return diarized_document(rel, path.stem, text)
 
 
 def _bad_record_id(path: Path, rel: str) -> Reject | None:
@@ -437,14 +425,14 @@ def _text_record(path: Path, day_dir: Path, rel: str, rejects: list[Reject],
         doc, bad = diarized_document(rel, path.stem, text)
         rejects.extend(bad)
         return doc
-    if is_transcript(text):
+    if transcript_style(text) is not None:
         transcripts.append((rel, path.stem, text))
         return None
     got = text_document(rel, text, "text")
     if isinstance(got, Reject):
         rejects.append(got)
         return None
-    return record_document(dataclasses.replace(got, record_id=path.stem), path.name, rejects)
+    return meetings.record_document(dataclasses.replace(got, record_id=path.stem), path.name, rejects)
 
 
 def load_civic_day(day_dir: Path) -> LoadResult:
@@ -479,7 +467,7 @@ def load_civic_day(day_dir: Path) -> LoadResult:
             doc = _text_record(path, day_dir, rel, result.rejects, transcripts)
         else:
             read = read_file(path, day_dir, result.rejects)
-            doc = None if read is None else record_document(
+            doc = None if read is None else meetings.record_document(
                 dataclasses.replace(read, record_id=path.stem), path.name, result.rejects)
         if doc is not None:
             docs.append(doc)
@@ -487,9 +475,9 @@ def load_civic_day(day_dir: Path) -> LoadResult:
     result.rejects.extend(bad)
     valid, dupes = dedupe(valid, "record_id")
     result.rejects.extend(dupes)
-    result.documents.extend(record_document_of(r) for r in valid)
-    meetings = [d for d in docs if (d.payload or {}).get("meeting", {}).get("kind") in ("agenda", "minutes")]
-    docs.extend(transcript_document_of(rel, rid, text, meetings) for rel, rid, text in transcripts)
+    result.documents.extend(record_document(r) for r in valid)
+    records = [d for d in docs if (d.payload or {}).get("meeting", {}).get("kind") in ("agenda", "minutes")]
+    docs.extend(meetings.transcript_document(rel, rid, text, records) for rel, rid, text in transcripts)
     result.documents.extend(_unique(docs, {d.record_id for d in result.documents}, result.rejects))
     return result
 

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import shutil
 from pathlib import Path
 
-import dagster as dg
-
 from codex_pipeline.chunkers.civic import CivicLimits, chunk_civic
 from codex_pipeline.core.contract import ChunkType
-from codex_pipeline.defs.definitions import build_definitions
-from codex_pipeline.settings import CodexSettings
 from codex_pipeline.sources.civic import load_civic_day
-from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.storage import Warehouse
-from codex_pipeline_tests.fakes import FakeEmbedding
+from codex_pipeline_tests.conftest import land, materialize_dataset, query_catalog
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "meetings"
-DAY = dt.date(2026, 11, 24)  # a landing day in the partitions; the meeting's date is in the file names
+DAY = "2026-11-24"  # a landing day in the partitions; the meeting's date is in the file names
 
 
 def _chunks(tmp_path: Path, *names: str) -> dict[str, list]:
@@ -64,26 +58,13 @@ def test_agenda_chunk_ids_do_not_move_when_the_minutes_land(tmp_path: Path) -> N
     assert [(c.section_id, c.text) for c in alone] == [(c.section_id, c.text) for c in both]
 
 
-def test_votes_are_columns_through_dagster(tmp_path: Path) -> None:
-    wh = Warehouse(tmp_path / "data")
-    landing = wh.landing_dir("civic_intelligence", DAY)
-    landing.mkdir(parents=True)
-    for n in ("2026-03-10-riverton-agenda", "2026-03-10-riverton-minutes", "2026-03-10-riverton-meeting.captions"):
-        shutil.copy(FIX / f"{n}.txt", landing)
-    defs = build_definitions(CodexSettings(data_dir=wh.root))
-    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
-              and any(k.path[0] == "civic_intelligence" and k.path[1] in ("raw", "chunks") for k in a.keys)]
-    result = dg.materialize(assets, partition_key=DAY.isoformat(), instance=dg.DagsterInstance.ephemeral(),
-                            resources={"warehouse": defs.resources["warehouse"], "embedding": FakeEmbedding()})
-    assert result.success
-    con = connect_catalog(wh)
-    try:
-        votes = con.execute("SELECT item, mover, seconder, result, ayes, noes, no_names FROM "
-                            "codex.civic_intelligence_votes ORDER BY item").fetchall()
-        kinds = con.execute("SELECT DISTINCT metadata->>'record_kind' FROM codex.civic_intelligence_chunks "
-                            "ORDER BY 1").fetchall()
-    finally:
-        con.close()
+def test_votes_are_columns_through_dagster(warehouse: Warehouse) -> None:
+    land(warehouse, "civic_intelligence", DAY, FIX)
+    assert materialize_dataset(warehouse, "civic_intelligence", DAY).success
+    votes = query_catalog(warehouse, "SELECT item, mover, seconder, result, ayes, noes, no_names FROM "
+                                     "codex.civic_intelligence_votes ORDER BY item")
+    kinds = query_catalog(warehouse, "SELECT DISTINCT metadata->>'record_kind' FROM codex.civic_intelligence_chunks "
+                                     "ORDER BY 1")
     rezoning = [v for v in votes if v[0] == "public-hearings.1"]
     assert [(v[1], v[2], v[4], v[5], v[6]) for v in rezoning] == [
         ("Councilmember Ortiz", "Councilmember Patel", 4, 1, ["Brooks"])]

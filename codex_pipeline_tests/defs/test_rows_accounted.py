@@ -14,8 +14,8 @@ import dagster as dg
 
 from codex_pipeline.defs.definitions import build_definitions
 from codex_pipeline.settings import CodexSettings
-from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.storage import Warehouse
+from codex_pipeline_tests.conftest import query_catalog
 from codex_pipeline_tests.fakes import FakeEmbedding
 
 DAY = dt.date(2026, 11, 24)
@@ -48,14 +48,6 @@ def _materialize(tmp_path: Path, csv_text: str, mapping: str = MAPPING) -> tuple
     return result, wh
 
 
-def _query(wh: Warehouse, sql: str) -> list[tuple]:
-    con = connect_catalog(wh)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def test_a_stray_quote_rejects_its_row_and_every_other_row_lands(tmp_path: Path) -> None:
     rows = list(ROWS)
     rows[3] = 'SP-4,open,"note 4 with a stray quote'  # row 4 of 10, physical line 5
@@ -66,11 +58,11 @@ def test_a_stray_quote_rejects_its_row_and_every_other_row_lands(tmp_path: Path)
     meta = {k: v.value for k, v in raw.materialization.metadata.items()}
     assert (meta["rows_read"], meta["rows_landed"], meta["rows_rejected"]) == (10, 9, 1)
     assert "| permits.csv | 10 | 9 | 1 |" in meta["rows_by_file"]
-    landed = [r[0] for r in _query(wh, "SELECT record_id FROM codex.street_permits_raw ORDER BY record_id")]
+    landed = [r[0] for r in query_catalog(wh, "SELECT record_id FROM codex.street_permits_raw ORDER BY record_id")]
     assert sorted(landed) == sorted(f"SP-{i}" for i in range(1, 11) if i != 4)
-    chunks = _query(wh, "SELECT count(DISTINCT doc_id) FROM codex.street_permits_chunks")[0][0]
+    chunks = query_catalog(wh, "SELECT count(DISTINCT doc_id) FROM codex.street_permits_chunks")[0][0]
     assert chunks == 9
-    ((file, ref, reason),) = _query(wh, "SELECT source_file, record_ref, reason FROM codex.street_permits_rejects")
+    ((file, ref, reason),) = query_catalog(wh, "SELECT source_file, record_ref, reason FROM codex.street_permits_rejects")
     assert (file, ref) == ("permits.csv", "row 5") and reason.startswith("a quoted field opened on this line")
 
 
@@ -84,7 +76,7 @@ def test_a_day_where_every_row_is_rejected_fails_with_one_line(tmp_path: Path) -
     assert line.startswith("street_permits 2026-11-24: 10 of 10 row(s) rejected (100%), none landed; "
                            "see why in codex.street_permits_rejects")
     assert "\n" not in line
-    ((ref, reason),) = _query(wh, "SELECT record_ref, reason FROM codex.street_permits_rejects")
+    ((ref, reason),) = query_catalog(wh, "SELECT record_ref, reason FROM codex.street_permits_rejects")
     assert ref is None and "set delimiter: \";\"" in reason and "all 10 rows of the file rejected" in reason
     assert not wh.partition_path("street_permits", "raw", DAY).exists()
 

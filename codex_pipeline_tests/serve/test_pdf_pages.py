@@ -6,6 +6,7 @@ import datetime as dt  # noqa: E402,I001
 import io
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -56,7 +57,7 @@ def test_pdf_pages_and_boxes(pdf_server: Server) -> None:
 
 
 @pytest.mark.slow
-def test_the_viewer_draws_the_boxes_on_the_page(pdf_server: Server, page) -> None:  # type: ignore[no-untyped-def]
+def test_the_viewer_draws_the_boxes_on_the_page(pdf_server: Server, page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """In Chromium: the page image loads (same origin, allowed by the CSP) and the boxes sit on it."""
     with pdf_server.client() as c:
         doc = c.get(f"/documents/{quote(PDF_DOC)}").json()
@@ -68,4 +69,4 @@ def test_the_viewer_draws_the_boxes_on_the_page(pdf_server: Server, page) -> Non
     box = figure.locator("rect.box").first.bounding_box()
     frame = figure.locator("svg").bounding_box()
     assert box and frame and frame["x"] <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"] + 1
-    figure.screenshot(path="/tmp/serve_pdf_page.png")
+    figure.screenshot(path=str(tmp_path / "serve_pdf_page.png"))

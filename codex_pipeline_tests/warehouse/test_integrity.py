@@ -12,10 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from codex_pipeline.cli.app import main
-from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.integrity import QUARANTINE_DIR, damage, sweep_dataset
 from codex_pipeline.warehouse.storage import Warehouse, write_parquet_atomic
-from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset
+from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset, query_catalog
 
 DAY = "2026-11-24"
 
@@ -67,14 +66,6 @@ def test_sweep_sets_aside_only_damaged_files(warehouse: Warehouse, good: Path) -
     assert sweep_dataset(warehouse, "demo") == []
 
 
-def _query(wh: Warehouse, sql: str) -> list[tuple]:
-    con = connect_catalog(wh)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 @pytest.mark.parametrize("how", ["truncate", "corrupt"])
 def test_a_damaged_chunks_file_is_repaired_by_the_days_rerun(
     warehouse: Warehouse, how: str, capsys: pytest.CaptureFixture[str]
@@ -104,10 +95,10 @@ def test_a_damaged_chunks_file_is_repaired_by_the_days_rerun(
     result = materialize_dataset(warehouse, "narrative", DAY)
     assert result.success
     assert warehouse.read("narrative", "chunks", day).select(["chunk_id", "chunk_text"]).to_pylist() == before
-    assert _query(warehouse, "SELECT count(*) FROM codex.narrative_chunks") == [(len(before),)]
+    assert query_catalog(warehouse, "SELECT count(*) FROM codex.narrative_chunks") == [(len(before),)]
     set_aside = list((warehouse.root / QUARANTINE_DIR / "narrative" / "chunks").iterdir())
     assert [p.name.split(".parquet")[0] for p in set_aside] == [DAY]
-    rows = _query(warehouse, "SELECT stage, reason FROM codex.narrative_rejects WHERE stage = 'storage'")
+    rows = query_catalog(warehouse, "SELECT stage, reason FROM codex.narrative_rejects WHERE stage = 'storage'")
     assert len(rows) == 1 and str(path) in rows[0][1] and f"codex materialize {DAY}" in rows[0][1]
     meta = result.asset_materializations_for_node("narrative__raw")[0].metadata
     assert len(meta["damaged_files_set_aside"].value) == 1

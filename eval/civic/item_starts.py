@@ -41,7 +41,7 @@ import re
 import sys
 from pathlib import Path
 
-CORPORA = Path("/work/shared/corpora")
+CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"  # ../shared beside the repository
 CAPTIONS = CORPORA / "council_captions/huntsville-al/2026-06-11-city-council-meeting.captions.txt"
 _STAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}\]$")
 

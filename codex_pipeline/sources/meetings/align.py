@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import Stemmer
 
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
@@ -25,6 +26,7 @@ _STOP = frozenset(
     "agreement between inc llc no".split()
 )
 _stem = Stemmer.Stemmer("english").stemWord
+_COMPOUND = re.compile(r"\b(\d{1,3})[\s-]?([a-z]{1,2})\b", re.I)  # "16A", "16 A", "20-AB"
 MATCH_COVERAGE = 0.5  # share of a title's distinctive words (idf-weighted) a segment window must hold
 WINDOW = 3  # sentences a title read aloud may run over
 HERE_BONUS = 0.1  # of the cover of the start sentence alone: the start is where the reading begins
@@ -55,20 +57,25 @@ def _terms(text: str) -> list[str]:
     return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2]
 
 
-def _number_forms(number: str | None, key: str) -> set[str]:
-    """How an item number is said: ``9.a`` -> {"9a", "9 a"}; ``A-3`` -> {"a3", "a 3"}."""
-    if not number:
-        return set()
-    parts = [p for p in re.split(r"[.\-]", key.lower()) if p]
-    return {"".join(parts[-2:]), " ".join(parts[-2:]), " ".join(parts)} if len(parts) > 1 else {parts[0]}
-
-
-def _compound_number(entry: AgendaEntry) -> re.Pattern[str] | None:
-    """``16A``/``16 A``/``16-A`` said for sub-item ``16.a``: a number plain digits never are (``20`` is everywhere)."""
-    parts = [p for p in re.split(r"[.\-]", entry.key) if p]
-    if entry.number is None or len(parts) < 2 or not parts[-2].isdigit() or not parts[-1].isalpha():
+def _said_number(entry: AgendaEntry) -> str | None:
+    """How the item's number is said, normalized: ``9.a`` -> ``9a``, ``A-3`` -> ``a3``, ``9`` -> ``9``."""
+    if entry.number is None:
         return None
-    return re.compile(rf"\b{parts[-2]}[\s-]?{parts[-1]}\b", re.I)
+    parts = [p for p in re.split(r"[.\-]", entry.key.lower()) if p]
+    return "".join(parts[-2:]) if len(parts) > 1 else parts[0]
+
+
+def _spoken_numbers(texts: Sequence[str], announced: Sequence[tuple[int, str]]) -> dict[str, set[int]]:
+    """Normalized item number -> the units that say it: each announcement's reference, and every compound number
+    (``16A``, ``16 A``, ``16-A``: a number plain digits never are, ``20`` is said everywhere)."""
+    out: dict[str, set[int]] = {}
+    for j, t in enumerate(texts):
+        for m in _COMPOUND.finditer(t):
+            out.setdefault((m[1] + m[2]).lower(), set()).add(j)
+    for j, ref in announced:
+        if ref:
+            out.setdefault(re.sub(r"[.\-\s]+", "", ref.lower()), set()).add(j)
+    return out
 
 
 def align_items(segment_texts: Sequence[str], agenda: Sequence[AgendaEntry],
@@ -79,39 +86,35 @@ def align_items(segment_texts: Sequence[str], agenda: Sequence[AgendaEntry],
     a few, so a unit is scored with the :data:`WINDOW` - 1 after it, and a start where the title
     begins is preferred (:data:`HERE_BONUS` of its own cover). ``announced``: (unit index, item
     reference as spoken) of the chair's announcements; one naming an item's number is full
-    evidence for that item there.
+    evidence for that item there, as is the item's compound number said anywhere (``16A``).
     """
     n = len(segment_texts)
     if not n or not agenda:
         return []
-    seg_terms = [set(_terms(t)) for t in segment_texts]
-    df: dict[str, int] = {}
-    for ts in seg_terms:
-        for t in ts:
-            df[t] = df.get(t, 0) + 1
-    said: dict[int, set[str]] = {}
-    for seg, ref in announced:
-        if ref:
-            said.setdefault(seg, set()).add(re.sub(r"[.\-\s]+", "", ref.lower()))
-    scores: list[list[float]] = []
-    for entry in agenda:
+    postings: dict[str, list[int]] = {}  # word -> the units holding it
+    for j, t in enumerate(segment_texts):
+        for w in set(_terms(t)):
+            postings.setdefault(w, []).append(j)
+    said = _spoken_numbers(segment_texts, announced)
+    scores = np.zeros((len(agenda), n))
+    for i, entry in enumerate(agenda):
         words = set(_terms(entry.title))
-        weights = {w: math.log((n + 1) / (df.get(w, 0) + 0.5)) for w in words}
-        total = sum(weights.values())
-        forms = {f.replace(" ", "") for f in _number_forms(entry.number, entry.key)}
-        spoken = _compound_number(entry)
-        row = []
-        for j in range(n):
-            window = set().union(*seg_terms[j : j + WINDOW])
-            cover = sum(v for w, v in weights.items() if w in window) / total \
-                if total and len(words) >= MIN_TITLE_WORDS else 0.0
-            if cover:
-                cover += HERE_BONUS * sum(v for w, v in weights.items() if w in seg_terms[j]) / total
-            if forms & said.get(j, set()) or (spoken and spoken.search(segment_texts[j])):
-                cover = max(cover, 1.0)
-            row.append(cover if cover >= MATCH_COVERAGE else 0.0)
-        scores.append(row)
-    return _best_monotone(agenda, scores)
+        row = scores[i]
+        if len(words) >= MIN_TITLE_WORDS:
+            weights = {w: math.log((n + 1) / (len(postings.get(w, ())) + 0.5)) for w in words}
+            total = sum(weights.values())
+            for w, v in weights.items():
+                here = np.zeros(n, dtype=bool)
+                here[postings.get(w, [])] = True
+                window = here.copy()
+                for k in range(1, WINDOW):  # unit j's window is j .. j + WINDOW - 1
+                    window[:-k] |= here[k:]
+                row += (v / total) * window + (HERE_BONUS * v / total) * here
+            row[row < MATCH_COVERAGE] = 0.0
+        number = _said_number(entry)
+        if number in said:
+            row[sorted(said[number])] = np.maximum(row[sorted(said[number])], 1.0)
+    return _best_monotone(agenda, scores.tolist())
 
 
 def _best_monotone(agenda: Sequence[AgendaEntry], scores: list[list[float]]) -> list[ItemStart]:

@@ -24,6 +24,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from codex_pipeline.sources.meetings.facts import slug
+
 # A marker at the start of a line: optional "Item"/"Agenda Item", the number, its punctuation, the title.
 _MARKER = re.compile(
     r"[ \t]*(?:(?P<word>(?:agenda\s+)?item(?:\s+no\.?)?)\s+)?"
@@ -46,6 +48,7 @@ _TITLE_WORDS = re.compile(r"\b(?:agenda|minutes|meeting|council|commission|board
 MAX_HEADING_CHARS = 90
 MAX_HEADING_WORDS = 12
 MAX_TITLE_CHARS = 300
+MAX_KEY_CHARS = 40  # a heading's slug key is cut here (section ids stay short)
 WRAPPED_LINE_CHARS = 50  # a line this long that ends mid-sentence was wrapped: the caps words under it continue it
 
 
@@ -302,7 +305,8 @@ def _title_lines_dropped(heads: list[_Head]) -> list[_Head]:
 
 
 def _slug(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40].strip("-") or "section"
+    """A heading's key: its words as a slug, at most :data:`MAX_KEY_CHARS`."""
+    return slug(title)[:MAX_KEY_CHARS].strip("-") or "section"
 
 
 def parse_outline(text: str, skip: Sequence[tuple[int, int]] = ()) -> Outline:

@@ -22,6 +22,8 @@ from typing import Any
 
 from codex_pipeline.core.documents import Block, Reject, SourceDocument
 from codex_pipeline.core.ids import make_doc_id
+from codex_pipeline.core.splitting import trim
+from codex_pipeline.core.tokens import count_tokens_batch
 from codex_pipeline.sources.meetings.align import AgendaEntry, align_items
 from codex_pipeline.sources.meetings.facts import MeetingFacts, meeting_body, meeting_date, record_kind
 from codex_pipeline.sources.meetings.outline import Item, Outline, parse_outline
@@ -116,11 +118,6 @@ def _meeting_payload(facts: MeetingFacts) -> dict[str, Any]:
             "meeting_id": facts.meeting_id}
 
 
-def is_transcript(text: str) -> bool:
-    """Captions or a one-line transcript (no speaker labels), as :func:`.speech.transcript_style` tells."""
-    return transcript_style(text) is not None
-
-
 def transcript_document(rel: str, record_id: str, text: str, agendas: Sequence[SourceDocument] = ()) -> SourceDocument:
     """A transcript without speakers: segments under agenda items (see the module docstring).
 
@@ -128,11 +125,11 @@ def transcript_document(rel: str, record_id: str, text: str, agendas: Sequence[S
     (same date, and same body when both name one) gives the items.
     """
     style = transcript_style(text) or "one_line"
-    segs = segments(text)
+    units = sentences(text)
+    segs = segments(text, sentence_spans=units)
     facts = MeetingFacts("transcript", meeting_body(text), meeting_date(rel, text))
     agenda = _same_meeting(facts, agendas)
-    spoken = chair_announcements(text, segs)
-    units = sentences(text) or [(s.start, s.end) for s in segs]
+    spoken = chair_announcements(text, segs, units)
     unit_starts = [s for s, _ in units]
     starts: list[tuple[str, str, int, str]] = []  # (key, title, char offset where it starts, basis)
     if agenda is not None:
@@ -146,7 +143,7 @@ def transcript_document(rel: str, record_id: str, text: str, agendas: Sequence[S
         starts = [(WHOLE_MEETING, "Whole meeting", segs[0].start if segs else 0, "whole meeting")]
     if segs and starts[0][2] > segs[0].start:
         starts.insert(0, (OPENING, "Opening of the meeting", segs[0].start, "before the first item"))
-    cut = split_at(segs, [s for _, _, s, _ in starts])
+    cut = split_at(text, segs, [s for _, _, s, _ in starts], unit_starts)
     blocks: list[Block] = []
     for k, (key, title, at, basis) in enumerate(starts):
         until = starts[k + 1][2] if k + 1 < len(starts) else len(text) + 1
@@ -155,41 +152,42 @@ def transcript_document(rel: str, record_id: str, text: str, agendas: Sequence[S
             continue
         blocks.append(Block("agenda_item", own[0].start, own[-1].end, key, {"title": title, "basis": basis}))
         blocks.extend(_segment_block(s, m) for m, s in enumerate(own, 1))
-    meeting = _meeting_payload(dataclasses.replace(
-        facts, body=facts.body or (agenda.payload or {}).get("meeting", {}).get("body") if agenda else facts.body)) | {
+    meeting = _meeting_payload(facts) | {
         "style": style, "segments": len(segs), "items": sum(1 for b in blocks if b.kind == "agenda_item"),
-        "announcements": len(spoken), "aligned_to": agenda.doc_id if agenda is not None else None,
-        "aligned_record": agenda.source_file if agenda is not None else None}
-    if agenda is not None:
-        meeting["meeting_id"] = (agenda.payload or {})["meeting"]["meeting_id"]
+        "announcements": len(spoken), "aligned_to": None, "aligned_record": None}
+    if agenda is not None:  # the transcript joins the agenda's meeting
+        of_agenda = (agenda.payload or {})["meeting"]
+        meeting |= {"body": facts.body or of_agenda["body"], "meeting_id": of_agenda["meeting_id"],
+                    "aligned_to": agenda.doc_id, "aligned_record": agenda.source_file}
     return SourceDocument(doc_id=make_doc_id(DATASET, record_id), record_id=record_id, text=text, source_file=rel,
                           title=Path(rel).stem.replace("-", " ").replace("_", " "), payload={"meeting": meeting},
                           blocks=tuple(blocks))
 
 
-def split_at(segs: Sequence[Segment], cuts: Sequence[int]) -> list[Segment]:
-    """The segments, each one an item start falls inside cut in two there (item starts are sentence starts)."""
+def split_at(text: str, segs: Sequence[Segment], cuts: Sequence[int], sentence_starts: Sequence[int]
+             ) -> list[Segment]:
+    """The segments, each one an item start falls inside cut in two there (item starts are sentence starts).
+
+    A piece keeps its segment's clock; its tokens are counted again, its sentences are those starting in it.
+    """
     out: list[Segment] = []
     points = sorted(set(cuts))
     for s in segs:
         inside = [c for c in points if s.start < c < s.end]
+        if not inside:
+            out.append(s)
+            continue
         edges = [s.start, *inside, s.end]
-        for a, b in zip(edges, edges[1:]):
-            piece = text_trimmed(a, b, s)
-            if piece is not None:
-                out.append(piece)
+        pieces = [trim(text, a, b) for a, b in zip(edges, edges[1:])]
+        pieces = [p for p in pieces if p[1] > p[0]]
+        for (a, b), n in zip(pieces, count_tokens_batch([text[a:b] for a, b in pieces])):
+            held = bisect.bisect_left(sentence_starts, b) - bisect.bisect_left(sentence_starts, a)
+            out.append(dataclasses.replace(s, start=a, end=b, tokens=n, sentences=max(held, 1)))
     return out
 
 
-def text_trimmed(a: int, b: int, s: Segment) -> Segment | None:
-    """The piece ``[a, b)`` of segment ``s`` (its clock kept), or None when empty."""
-    if b <= a:
-        return None
-    return dataclasses.replace(s, start=a, end=b) if (a, b) != (s.start, s.end) else s
-
-
 def _segment_block(s: Segment, m: int) -> Block:
-    meta: dict[str, Any] = {"sentences": s.sentences}
+    meta: dict[str, Any] = {"tokens": s.tokens}
     if s.clock is not None:
         meta |= {"clock": s.clock, "clock_offset": s.clock_offset}
     return Block("segment", s.start, s.end, str(m), meta)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import sentencex
 
+from codex_pipeline.core.splitting import trim
 from codex_pipeline.core.tokens import count_tokens_batch, encoding
 
 LANGUAGE = "en"
@@ -169,19 +170,11 @@ def _sentences_in(text: str, view: str, a: int, b: int) -> list[tuple[int, int]]
     out, prev = [], a
     for cut in cuts:
         cut = min(max(cut, prev), b)
-        s, e = _trim(text, prev, cut)
+        s, e = trim(text, prev, cut)
         if e > s:
             out.append((s, e))
         prev = cut
     return out
-
-
-def _trim(text: str, s: int, e: int) -> tuple[int, int]:
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
-    return s, e
 
 
 # ---------------------------------------------------------------------------- tokens
@@ -219,7 +212,8 @@ class _Tokens:
 # ---------------------------------------------------------------------------- segments
 
 
-def segments(text: str, *, min_tokens: int = MIN_TOKENS, max_tokens: int = MAX_TOKENS) -> list[Segment]:
+def segments(text: str, *, min_tokens: int = MIN_TOKENS, max_tokens: int = MAX_TOKENS,
+             sentence_spans: list[tuple[int, int]] | None = None) -> list[Segment]:
     """Consecutive sentences packed into segments; every non-blank char outside timestamp lines lies in exactly one segment.
 
     Segments never cross a ``[HH:MM:SS]`` line (its text would be in the chunk). Between
@@ -228,14 +222,22 @@ def segments(text: str, *, min_tokens: int = MIN_TOKENS, max_tokens: int = MAX_T
     of squared sizes (so sizes even out instead of leaving a short tail). A segment under
     ``min_tokens`` therefore only occurs when neither neighbour between the same marks
     could take it within ``max_tokens``: the stretch before a mark (or the file's end)
-    is that short, or it sits between two nearly full segments.
+    is that short, or it sits between two nearly full segments. ``sentence_spans``:
+    :func:`sentences` of ``text`` when the caller has them already (the segmenter is the costly part).
     """
     if max_tokens < SMALLEST_MAX_TOKENS or not 0 <= min_tokens <= max_tokens:
         raise ValueError(f"need 0 <= min_tokens <= max_tokens and max_tokens >= {SMALLEST_MAX_TOKENS}, "
                          f"got {min_tokens}, {max_tokens}")
     clocks = _clocks(text)
-    view = text.translate(_BREAKS_TO_SPACES)
-    per_block = [_sentences_in(text, view, a, b) for a, b in _blocks(text, clocks)]
+    blocks = _blocks(text, clocks)
+    if sentence_spans is None:
+        view = text.translate(_BREAKS_TO_SPACES)
+        per_block = [_sentences_in(text, view, a, b) for a, b in blocks]
+    else:  # the same spans, grouped by the stretch between timestamp lines they lie in
+        per_block = [[] for _ in blocks]
+        block_starts = [a for a, _ in blocks]
+        for s, e in sentence_spans:
+            per_block[bisect_right(block_starts, s) - 1].append((s, e))
     flat = [s for block in per_block for s in block]
     if not flat:
         return []
@@ -366,7 +368,7 @@ def _cut_sentence(text: str, s: int, e: int, tok: _Tokens, max_tokens: int) -> l
             pieces.append((cur, ws))
             cur = we
     out: list[tuple[tuple[int, int], int]] = []
-    trimmed = [p for p in (_trim(text, a, b) for a, b in pieces) if p[1] > p[0]]
+    trimmed = [p for p in (trim(text, a, b) for a, b in pieces) if p[1] > p[0]]
     for piece, n in zip(trimmed, count_tokens_batch([text[a:b] for a, b in trimmed])):
         out.extend([(piece, n)] if n <= max_tokens else _halve(text, piece[0], piece[1], max_tokens))
     return out
@@ -385,7 +387,7 @@ def _halve(text: str, s: int, e: int, max_tokens: int) -> list[tuple[tuple[int, 
         left_end, right_start = ws, we
     out = []
     for a, b in ((s, left_end), (right_start, e)):
-        a, b = _trim(text, a, b)
+        a, b = trim(text, a, b)
         if b > a:
             out.extend(_halve(text, a, b, max_tokens))
     return out
@@ -445,7 +447,8 @@ _ANNOUNCEMENTS = [(name, re.compile(p, re.I)) for name, p in ANNOUNCEMENT_PATTER
 NEARBY = 120
 
 
-def chair_announcements(text: str, segs: list[Segment]) -> list[tuple[int, str, int]]:
+def chair_announcements(text: str, segs: list[Segment],
+                        sentence_spans: list[tuple[int, int]] | None = None) -> list[tuple[int, str, int]]:
     """Sentences announcing an agenda item: (offset, item reference as spoken or "", index into ``segs``).
 
     The offset is the announcing sentence's start; in a sentence that ``segs`` cut into
@@ -457,7 +460,7 @@ def chair_announcements(text: str, segs: list[Segment]) -> list[tuple[int, str, 
     """
     if not segs:
         return []
-    sents = sentences(text)
+    sents = sentences(text) if sentence_spans is None else sentence_spans
     sent_starts = [s for s, _ in sents]
     seg_starts = [g.start for g in segs]
     hits: list[tuple[int, int, int, int, str]] = []  # (segment, offset, match start, match end, ref)

@@ -306,7 +306,10 @@ BOUNDS = st.one_of(st.just((MIN_TOKENS, MAX_TOKENS)),
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=caption_texts(), bounds=BOUNDS)
 def test_captions_accounting(text: str, bounds: tuple[int, int]) -> None:
-    check_segments(text, segments(text, min_tokens=bounds[0], max_tokens=bounds[1]), *bounds)
+    segs = segments(text, min_tokens=bounds[0], max_tokens=bounds[1])
+    check_segments(text, segs, *bounds)
+    # the reader hands its sentences in: the same segments as when they are found here
+    assert segments(text, min_tokens=bounds[0], max_tokens=bounds[1], sentence_spans=sentences(text)) == segs
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
