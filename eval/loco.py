@@ -62,7 +62,14 @@ SETS: dict[str, list[str]] = {  # set -> its --dataset DS=SUBDIR parts (as in ev
     "huntsville-whisper": ["narrative=council_captions/huntsville-al"],
     "seattle": ["seattle_preapplications=permits"],
     "pdf": ["documents=pdf"],
+    # issue 41: cities' own records in civic_intelligence. civic: two Rivergrove minutes and two Huntsville agendas
+    # among the other PDFs of those folders (ordinances, scans: rejected to documents); hsv-civic: the huntsville
+    # gold over the captions and Whisper transcripts landed with the meetings' agendas (aligned to them)
+    "civic": ["civic_intelligence=pdf/rivergrove-or", "civic_intelligence=pdf/huntsville-al"],
+    "hsv-civic": ["civic_intelligence=council_captions/huntsville-al", "civic_intelligence=pdf/huntsville-al"],
 }
+GOLD_OF: dict[str, str] = {"hsv-civic": "huntsville"}  # a set scored with another set's gold
+INCLUDE: dict[str, list[str]] = {"seattle": ["seattle_sdci_preapplications.csv"]}  # codex eval --include when landed
 
 INDEPENDENT = "independent"
 """``ind-*`` sets: the corpora under ``CORPUS/independent`` whose gold (``independent/gold/<name>.gold.jsonl``, sources
@@ -75,7 +82,7 @@ def gold_of(name: str, corpus: Path) -> tuple[Path, Path]:
     if name.startswith("ind-"):
         root = corpus / INDEPENDENT
         return root / "gold" / f"{name.removeprefix('ind-')}.gold.jsonl", root
-    return HERE / f"{name}.gold.jsonl", corpus
+    return HERE / f"{GOLD_OF.get(name, name)}.gold.jsonl", corpus
 
 
 POOLS: dict[str, list[str]] = {  # --pooled: these sets share one index, as the held-out protocol pools them
@@ -188,7 +195,7 @@ def load(name: str, work: Path, corpus: Path, embedder: Any, pooled: bool = Fals
         parts = [CorpusPart.parse(p) for m in members for p in SETS[m]]
         wh = Warehouse(root)
         maps = source_maps(wh, DatasetRegistry.build(SETTINGS), parts, gold_of(name, corpus)[1], SETTINGS.partitions_start)
-        retriever = Retriever(wh.root, [p.dataset for p in parts], embedder=embedder, rebuild=False)
+        retriever = Retriever(wh.root, list(dict.fromkeys(p.dataset for p in parts)), embedder=embedder, rebuild=False)
         cache: dict[str, Any] = {}
         embed_query = retriever._query_vector
 

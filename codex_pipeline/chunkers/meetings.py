@@ -7,7 +7,9 @@ Agendas and minutes (``payload["meeting"]["kind"]`` ``agenda`` / ``minutes``), o
   heading and the vote lines of its motions, its text going to ``item_text`` children. A
   sub-item (``item.9.a``) is a child of its item.
 * ``item_text`` — ``item.{key}.text.{m}``: the item's own text outside its motions and
-  conditions, in pieces of up to ``text_tokens`` cut at paragraph, line and sentence ends.
+  conditions: the reader's paragraphs (the PDF layout's ``para`` / ``item`` / ``table`` blocks, a
+  text file's blank-line paragraphs) packed in order up to ``text_tokens``; a paragraph over that
+  is cut at line, sentence and word ends.
 * ``motion`` — ``item.{key}.motion.{m}``: a motion with its vote line, mover, seconder, ayes,
   noes, abstentions, absent and result in its metadata (``codex.civic_intelligence_votes``).
 * ``condition`` — ``item.{key}.condition.{k}``: a condition of approval.
@@ -22,6 +24,7 @@ segments, each with the caption timestamp before it.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +36,9 @@ from codex_pipeline.core.rows import ChunkDraft
 from codex_pipeline.core.splitting import bounded_split, trim
 from codex_pipeline.core.tokens import TokenizedText, count_tokens_batch
 
+PARAGRAPH_KINDS = frozenset({"para", "item", "table"})  # the reader's layout units an item's text is packed from
 ITEM_TOKENS = 400  # an item whose own text is within this is one agenda_item chunk, text and all
-TEXT_TOKENS = 300  # item_text pieces are packed up to this (the civic merge size's scale)
+TEXT_TOKENS = 512  # item_text pieces are packed up to this: the documents dataset's size for the same PDFs' paragraphs
 EXCERPT_CHARS = 300  # the opening of a transcript item quoted in its summary
 
 
@@ -91,21 +95,26 @@ def chunk_meeting_record(doc: SourceDocument, limits: MeetingLimits = MeetingLim
     pages = PageIndex(doc.blocks)
     meeting = (doc.payload or {})["meeting"]
     running = sorted((b.start, b.end) for b in doc.blocks if b.kind == "running")
+    units = sorted((b.start, b.end) for b in doc.blocks if b.kind in PARAGRAPH_KINDS)
     items = blocks_needed(doc, "agenda_item")
     parts: dict[str, list[Block]] = {}
     for b in doc.blocks:
         if b.kind in ("motion", "condition"):
             parts.setdefault(b.meta["item"], []).append(b)
     common = {"record_kind": meeting["kind"], "meeting_id": meeting.get("meeting_id")}
+    label = record_label(doc)
+    by_key = {b.key: b for b in items}
     out: list[ChunkDraft] = []
     for item in items:
         sid = f"item.{item.key}"
         parent = f"item.{item.meta['parent']}" if item.meta.get("parent") else None
+        path = [label, *(by_key[k].meta["title"] for k in _ancestors(by_key, item)), item.meta["title"]]
         own = parts.get(item.key, [])
         title = (item.start, item.start + item.meta["title_end"])
         holes = sorted([*running, *((b.start, b.end) for b in own)])
         free = _trim(text, _subtract((title[1], item.end), holes))
-        item_meta = common | {"item": item.key, "number": item.meta.get("number"), "title": item.meta["title"]}
+        item_meta = common | {"item": item.key, "number": item.meta.get("number"), "title": item.meta["title"],
+                              "headers": path}
         if item.meta.get("consent"):
             item_meta["consent"] = True
         head_spans = _trim(text, _subtract(title, running))
@@ -119,31 +128,79 @@ def chunk_meeting_record(doc: SourceDocument, limits: MeetingLimits = MeetingLim
             spans = [*head_spans, *votes] or [free[0]]
             out.append(_draft(text, sid, ChunkType.AGENDA_ITEM, spans, count_tokens_batch([_joined(text, spans)])[0],
                               parent, pages, item_meta | {"summary": "heading and vote lines"}))
-            out.extend(_text_pieces(text, sid, free, pages, common | {"item": item.key}, limits))
+            out.extend(_text_pieces(text, sid, free, units, pages, common | {"item": item.key, "headers": path}, limits))
         motions = [b for b in own if b.kind == "motion"]
         conditions = [b for b in own if b.kind == "condition"]
         sizes = count_tokens_batch([text[b.start : b.end] for b in (*motions, *conditions)])
         for b, n in zip(motions, sizes):
-            meta = common | {k: v for k, v in b.meta.items() if k != "vote"}
+            meta = common | {k: v for k, v in b.meta.items() if k != "vote"} | {"headers": path}
             out.append(_draft(text, f"{sid}.motion.{b.key}", ChunkType.MOTION, [(b.start, b.end)], n, sid, pages, meta))
         for b, n in zip(conditions, sizes[len(motions) :]):
             out.append(_draft(text, f"{sid}.condition.{b.key}", ChunkType.CONDITION, [(b.start, b.end)], n, sid, pages,
-                              common | dict(b.meta)))
+                              common | dict(b.meta) | {"headers": path}))
     return out
 
 
-def _text_pieces(text: str, sid: str, free: list[tuple[int, int]], pages: PageIndex, meta: dict[str, Any],
-                 limits: MeetingLimits) -> list[ChunkDraft]:
-    """The item's own text outside its motions: runs between holes, each cut by ``bounded_split``."""
-    out: list[ChunkDraft] = []
+def record_label(doc: SourceDocument) -> str:
+    """``Rivergrove City Council minutes, December 10, 2018``: the record a chunk comes from, as a reader names it.
+
+    It heads every chunk's header path (``metadata.headers``), which search reads with the chunk's words
+    (``retrieval.units.context_prefix``): a question that names the meeting finds its passages, not only the
+    record's title lines.
+    """
+    meeting = (doc.payload or {})["meeting"]
+    body = meeting.get("body") or doc.title or doc.record_id
+    if not meeting.get("date"):
+        return f"{body} {meeting['kind']}"
+    day = dt.date.fromisoformat(meeting["date"])
+    return f"{body} {meeting['kind']}, {day:%B} {day.day}, {day.year}"
+
+
+def _ancestors(by_key: dict[str, Block], item: Block) -> list[str]:
+    """Keys of the items above ``item``, outermost first."""
+    out: list[str] = []
+    parent = item.meta.get("parent")
+    while parent and parent in by_key and parent not in out:
+        out.append(parent)
+        parent = by_key[parent].meta.get("parent")
+    return out[::-1]
+
+
+def _paragraphs(text: str, free: list[tuple[int, int]], units: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """The free runs of an item, each as its paragraphs: the reader's units clipped to the run (the run's text
+    outside every unit is a paragraph of its own, so nothing is left out)."""
+    out = []
     for s, e in free:
-        tt = TokenizedText(text[s:e])
-        for p in bounded_split(tt, target_max=limits.text_tokens):
-            span = _trim(text, [(s + p.start, s + p.end)])
-            if span:
-                out.append(_draft(text, f"{sid}.text.{len(out) + 1}", ChunkType.ITEM_TEXT, span, p.tokens, sid, pages,
-                                  meta))
+        cuts = sorted({s, e, *(c for u in units for c in u if s < c < e)})
+        out.append(_trim(text, list(zip(cuts, cuts[1:]))))
     return out
+
+
+def _text_pieces(text: str, sid: str, free: list[tuple[int, int]], units: Sequence[tuple[int, int]], pages: PageIndex,
+                 meta: dict[str, Any], limits: MeetingLimits) -> list[ChunkDraft]:
+    """The item's own text outside its motions: paragraphs packed in order up to ``text_tokens`` within each run
+    between holes; a paragraph over that cut by ``bounded_split``."""
+    pieces: list[tuple[int, int]] = []
+    for run in _paragraphs(text, free, units):
+        sizes = count_tokens_batch([text[s:e] for s, e in run])
+        group: list[tuple[int, int]] = []
+        used = 0
+        for (s, e), n in zip(run, sizes):
+            if group and used + n > limits.text_tokens:
+                pieces.append((group[0][0], group[-1][1]))
+                group, used = [], 0
+            if n > limits.text_tokens:
+                tt = TokenizedText(text[s:e])
+                pieces.extend((s + p.start, s + p.end) for p in
+                              bounded_split(tt, cap=limits.text_tokens, target_max=limits.text_tokens))
+                continue
+            group.append((s, e))
+            used += n
+        if group:
+            pieces.append((group[0][0], group[-1][1]))
+    counts = count_tokens_batch([text[s:e] for s, e in pieces])
+    return [_draft(text, f"{sid}.text.{k}", ChunkType.ITEM_TEXT, [span], n, sid, pages, meta)
+            for k, (span, n) in enumerate(zip(pieces, counts), 1)]
 
 
 def chunk_transcript_items(doc: SourceDocument, limits: MeetingLimits = MeetingLimits()) -> list[ChunkDraft]:
@@ -152,12 +209,14 @@ def chunk_transcript_items(doc: SourceDocument, limits: MeetingLimits = MeetingL
     meeting = (doc.payload or {})["meeting"]
     segs = blocks_needed(doc, "segment")
     common = {"record_kind": "transcript", "meeting_id": meeting.get("meeting_id")}
+    label = record_label(doc)
     out: list[ChunkDraft] = []
     items = blocks_needed(doc, "agenda_item")
     summaries = [_summary(text, item, meeting, limits) for item in items]
     for item, (summary, span), n in zip(items, summaries, count_tokens_batch([s for s, _ in summaries])):
         sid = f"item.{item.key}"
-        meta = common | {"item": item.key, "title": item.meta["title"], "basis": item.meta["basis"]}
+        meta = common | {"item": item.key, "title": item.meta["title"], "basis": item.meta["basis"],
+                         "headers": [label, item.meta["title"]]}
         if meeting.get("aligned_record"):
             meta["aligned_record"] = meeting["aligned_record"]
         if n > MAX_CHUNK_TOKENS:  # cannot happen with the bounded excerpt; fail loudly, not silently
@@ -171,7 +230,7 @@ def chunk_transcript_items(doc: SourceDocument, limits: MeetingLimits = MeetingL
                 extra = {"clock": b.meta["clock"], "clock_offset": b.meta["clock_offset"]} if "clock" in b.meta else None
                 out.append(ChunkDraft(f"{sid}.segment.{b.key}", ChunkType.TRANSCRIPT_SEGMENT, text[b.start : b.end],
                                       ((b.start, b.end),), b.meta["tokens"], sid, anchor_extra=extra,
-                                      metadata=common | {"item": item.key}))
+                                      metadata=common | {"item": item.key, "headers": [label, item.meta["title"]]}))
     return out
 
 

@@ -119,7 +119,7 @@ def _evaluate(args: argparse.Namespace, parts: list[CorpusPart], questions: Sequ
     day = args.settings.partitions_start
     t0 = time.perf_counter()
     kind = configured_embedder(args.settings, args.embedder)
-    datasets = [p.dataset for p in parts]
+    datasets = list(dict.fromkeys(p.dataset for p in parts))  # one dataset may be landed from several folders
     reused = args.no_materialize and args.work_dir is not None
     if not reused:
         try:

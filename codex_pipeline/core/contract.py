@@ -48,6 +48,12 @@ SYNTHETIC_CHUNK_TYPES: frozenset[str] = frozenset({ChunkType.EMAIL_THREAD.value}
 file: they are parents for navigation and context, never a search hit unless a filter asks for them by type (their
 spans point to no place in the file a user could cite; issue 39: 20 of 230 mail top-5 slots)."""
 
+COMPOSED_ANCHOR_KEY = "composed"
+"""An evidence anchor with this key belongs to a chunk whose text a chunker composed (a transcript item's summary:
+template words around quotes of the turns below it). Like :data:`SYNTHETIC_CHUNK_TYPES`, such a chunk is a parent for
+navigation and context, never a search hit unless a filter asks for its type: its quotes are hits of their own as
+the children they come from (issue 41: the item summary and its first segment took two of five slots)."""
+
 @dataclass(frozen=True)
 class TypedView:
     """A view that reads one chunk type's metadata as typed columns: SQL users query votes, not JSON.

@@ -69,7 +69,7 @@ def land_corpus(wh: Warehouse, parts: Sequence[CorpusPart], corpus: Path, day: d
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dest / rel)
             n += 1
-        copied[part.dataset] = n
+        copied[part.dataset] = copied.get(part.dataset, 0) + n
     return copied
 
 
@@ -90,16 +90,24 @@ def source_group(parts: Sequence[CorpusPart]) -> Callable[[Question], str]:
 
 def source_maps(wh: Warehouse, registry: DatasetRegistry, parts: Sequence[CorpusPart], corpus: Path,
                 day: dt.date) -> dict[str, SourceMap]:
-    """A :class:`SourceMap` per document, from the same reader the pipeline ran on the landed files."""
+    """A :class:`SourceMap` per document, from the same reader the pipeline ran on the landed files.
+
+    Several parts may land one dataset (an agenda folder beside its transcripts' folder): the day is read
+    once, and each document is mapped under the part whose folder holds its file.
+    """
     files: dict[str, str] = {}
-    out: dict[str, SourceMap] = {}
+    subdirs: dict[str, list[str]] = {}
     for part in parts:
         src = corpus / part.subdir if part.subdir else corpus
         for f in src.rglob("*"):
             if f.is_file():
                 files[f.relative_to(corpus).as_posix()] = read_source(f)
-        for doc in registry.get(part.dataset).load_day(wh.landing_dir(part.dataset, day)).documents:
-            out[doc.doc_id] = build_source_map(doc, files, part.subdir)
+        subdirs.setdefault(part.dataset, []).append(part.subdir)
+    out: dict[str, SourceMap] = {}
+    for dataset, folders in subdirs.items():
+        for doc in registry.get(dataset).load_day(wh.landing_dir(dataset, day)).documents:
+            prefix = next((s for s in folders if (corpus / s / doc.source_file).is_file()), folders[0])
+            out[doc.doc_id] = build_source_map(doc, files, prefix)
     return out
 
 

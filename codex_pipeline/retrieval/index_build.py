@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from usearch.index import Index
 
+from codex_pipeline.core.contract import COMPOSED_ANCHOR_KEY, SYNTHETIC_CHUNK_TYPES
 from codex_pipeline.retrieval import bm25
 from codex_pipeline.retrieval.index_files import BatchWriter, UnitFile, disk_error, disk_full, save_graph
 from codex_pipeline.retrieval.index_format import (
@@ -43,6 +44,7 @@ from codex_pipeline.retrieval.index_format import (
     PROPOSITIONS_DIR,
     ROW_COLUMNS,
     ROWS_FILE,
+    SYNTHETIC_COLUMN,
     UNIT_KEYS_FILE,
     UNITS_FILE,
     VECTOR_DTYPE,
@@ -480,6 +482,14 @@ def _write_units(folder: Path, source: RowSource, skeleton: _Skeleton, plan: _Un
             out.close()
 
 
+def synthetic_rows(batch: pa.RecordBatch) -> pa.Array:
+    """Which rows are chunks a chunker wrote (a synthetic type, or an anchor marked composed): never a hit unless a
+    type filter names them (:data:`~codex_pipeline.core.contract.COMPOSED_ANCHOR_KEY`)."""
+    typed = pc.is_in(batch.column("chunk_type"), value_set=pa.array(sorted(SYNTHETIC_CHUNK_TYPES), pa.string()))
+    composed = pc.match_substring(batch.column("evidence_anchor"), f'"{COMPOSED_ANCHOR_KEY}":')
+    return pc.fill_null(pc.or_(typed, composed), False)
+
+
 def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleton: _Skeleton,
                 extra: Mapping[str, pa.Array], need: np.ndarray) -> Iterator[tuple[int, list[str]]]:
     """Write rows.arrow as the rows stream by, yielding ``(row, terms)`` for the rows in ``need``.
@@ -495,6 +505,7 @@ def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleto
     schema = reader.schema
     for name, array in extra.items():
         schema = schema.append(pa.field(name, array.type))
+    schema = schema.append(pa.field(SYNTHETIC_COLUMN, pa.bool_()))
     analyzed: list[tuple[int, list[str]]] = []
 
     def batches() -> Iterator[pa.RecordBatch]:
@@ -505,6 +516,7 @@ def _write_rows(path: Path, source: RowSource, columns: tuple[str, ...], skeleto
                 raise RuntimeError(f"{path.parent}: the corpus changed while the index was built; build again")
             for name, array in extra.items():
                 batch = batch.append_column(name, array.slice(at, m))
+            batch = batch.append_column(SYNTHETIC_COLUMN, synthetic_rows(batch))
             rows = np.flatnonzero(need[at:at + m])
             if len(rows):
                 take = pa.array(rows)

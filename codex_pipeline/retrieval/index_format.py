@@ -55,7 +55,7 @@ import pyarrow as pa
 
 from codex_pipeline.retrieval.lexical import ANALYZER_VERSION, stemming
 
-FORMAT_VERSION = "5"  # 5: stored evidence-unit vectors (4: rows/docs in record batches read per hit; 3: BM25 context prefix)
+FORMAT_VERSION = "6"  # 6: rows' synthetic column (composed chunks are no hits); 5: stored evidence-unit vectors (4: rows/docs in record batches read per hit; 3: BM25 context prefix)
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 ROWS_FILE = "rows.arrow"
@@ -84,6 +84,7 @@ ROW_COLUMNS = (
     "chunk_text",
 )
 PROPOSITION_COLUMNS = ("alignment_score", "extractor")
+SYNTHETIC_COLUMN = "synthetic"  # rows.arrow: a chunk a chunker wrote (index_build.synthetic_rows), never a hit unasked
 """Kept beside :data:`ROW_COLUMNS` in the propositions collection (see :mod:`~codex_pipeline.retrieval.proposition_rows`)."""
 PROPOSITIONS_DIR = "propositions"
 BATCH_ROWS_KEY = b"codex.batch_rows"

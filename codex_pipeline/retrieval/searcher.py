@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from usearch.index import Index
 
-from codex_pipeline.core.contract import SYNTHETIC_CHUNK_TYPES
 from codex_pipeline.retrieval.bm25 import Bm25
 from codex_pipeline.retrieval.index_format import (
     BATCH_ROWS_KEY,
@@ -41,6 +40,7 @@ from codex_pipeline.retrieval.index_format import (
     NUM_ROWS_KEY,
     PROPOSITIONS_DIR,
     ROWS_FILE,
+    SYNTHETIC_COLUMN,
     UNIT_KEYS_FILE,
     UNITS_FILE,
     VECTORS_FILE,
@@ -169,7 +169,7 @@ class RowTable:
     table they replace; ``doc_id`` and ``partition_date`` of a row come from memory.
     """
 
-    MEMORY_COLUMNS = ("key", "doc_row", "partition_date", "has_vector", "chunk_type")
+    MEMORY_COLUMNS = ("key", "doc_row", "partition_date", "has_vector", "chunk_type", SYNTHETIC_COLUMN)
 
     def __init__(self, path: Path, doc_ids: pa.Array) -> None:
         self._batches = _Batches(path)
@@ -184,6 +184,7 @@ class RowTable:
         types = held.column("chunk_type").combine_chunks().dictionary_encode()
         self.type_codes = types.indices.to_numpy(zero_copy_only=False)
         self.type_names = types.dictionary.to_pylist()
+        self.synthetic = held.column(SYNTHETIC_COLUMN).to_numpy(zero_copy_only=False)
         self._doc_ids = doc_ids
 
     def column(self, name: str) -> _Column:
@@ -298,15 +299,16 @@ class SearchIndex:
     # -- filters ----------------------------------------------------------------------
 
     def mask(self, filters: Filters) -> np.ndarray | None:
-        """Rows allowed by the vectorizable filters (types, dates); None when all are. Synthetic chunk types
-        (:data:`~codex_pipeline.core.contract.SYNTHETIC_CHUNK_TYPES`) only when the filter names them."""
+        """Rows allowed by the vectorizable filters (types, dates); None when all are. Synthetic rows (a synthetic
+        chunk type or a composed anchor: :func:`~codex_pipeline.retrieval.index_build.synthetic_rows`) only when the
+        filter names their type."""
         rows = self.rows
         out: np.ndarray | None = None
         if filters.chunk_types:
             wanted = [i for i, name in enumerate(rows.type_names) if name in filters.chunk_types]
             out = np.isin(rows.type_codes, wanted)
-        elif synthetic := [i for i, name in enumerate(rows.type_names) if name in SYNTHETIC_CHUNK_TYPES]:
-            out = ~np.isin(rows.type_codes, synthetic)
+        elif rows.synthetic.any():
+            out = ~rows.synthetic
         if filters.date_from:
             after = rows.days >= (filters.date_from - _EPOCH).days
             out = after if out is None else out & after

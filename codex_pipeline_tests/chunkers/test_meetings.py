@@ -7,9 +7,11 @@ from pathlib import Path
 
 from codex_pipeline.chunkers.civic import CivicLimits, chunk_civic
 from codex_pipeline.core.contract import ChunkType
+from codex_pipeline.retrieval import Filters, Hit, Retriever
 from codex_pipeline.sources.civic import load_civic_day
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import land, materialize_dataset, query_catalog
+from codex_pipeline_tests.fakes import FakeEmbedder
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "meetings"
 DAY = "2026-11-24"  # a landing day in the partitions; the meeting's date is in the file names
@@ -70,3 +72,20 @@ def test_votes_are_columns_through_dagster(warehouse: Warehouse) -> None:
         ("Councilmember Ortiz", "Councilmember Patel", 4, 1, ["Brooks"])]
     assert any(v[0] == "consent-calendar.1" and v[3] == "passed" and v[4:6] == (5, 0) for v in votes)
     assert [k[0] for k in kinds] == ["agenda", "minutes", "transcript"]
+
+
+def test_a_transcript_items_composed_summary_is_no_hit_unless_its_type_is_asked_for(warehouse: Warehouse) -> None:
+    land(warehouse, "civic_intelligence", DAY, FIX)
+    assert materialize_dataset(warehouse, "civic_intelligence", DAY).success
+    retriever = Retriever(warehouse.root, ["civic_intelligence"], embedder=FakeEmbedder())
+    query = "public hearing rezoning 12 acres 400 Orchard Lane residential planned development"
+
+    def summary(h: Hit) -> bool:  # a transcript's agenda_item: composed by the chunker
+        return h.chunk_type == "agenda_item" and h.metadata.get("record_kind") == "transcript"
+
+    for mode in ("bm25", "hybrid"):
+        hits = retriever.search(query, k=30, mode=mode)
+        assert hits and not any(summary(h) for h in hits)
+    asked = retriever.search(query, k=30, mode="bm25", filters=Filters.of(chunk_types=["agenda_item"]))
+    assert any(summary(h) for h in asked)  # the transcript's item 4.a summary
+    assert any(h.metadata.get("record_kind") == "agenda" for h in asked)  # the agenda's own item 4.a

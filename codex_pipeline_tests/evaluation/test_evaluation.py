@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from codex_pipeline.datasets.registry import DatasetRegistry
 from codex_pipeline.evaluation.gold import GoldError, load_gold, read_source
 from codex_pipeline.evaluation.metrics import score, summarize
+from codex_pipeline.evaluation.runner import CorpusPart, land_corpus, source_maps
 from codex_pipeline.evaluation.source_map import build_source_map
 from codex_pipeline.retrieval.units import split_units
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline.sources.email.reader import load_email_day
+from codex_pipeline.warehouse.storage import Warehouse
 
 MBOX = """From ana at example.org  Mon Apr  3 10:00:00 2017
 From: ana at example.org (Ana Ruiz)
@@ -99,3 +105,19 @@ def test_units_pack_sentences_and_keep_the_gap_between_turns() -> None:
     turns = "A:\nText: one.\n---\nA:\nText: two."
     spans = [(turns.index("one."), turns.index("one.") + 4), (turns.index("two."), len(turns))]
     assert split_units(turns, spans) == [tuple(spans)]  # a gap with text stays a gap
+
+
+def test_one_dataset_landed_from_two_folders_maps_each_file_under_its_own(tmp_path: Path) -> None:
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "meetings"
+    corpus = tmp_path / "corpus"
+    for folder, name in (("agendas", "2026-03-10-riverton-agenda.txt"),
+                         ("captions", "2026-03-10-riverton-meeting.captions.txt")):
+        (corpus / folder).mkdir(parents=True)
+        shutil.copy(fixtures / name, corpus / folder / name)
+    parts = [CorpusPart.parse("civic_intelligence=captions"), CorpusPart.parse("civic_intelligence=agendas")]
+    wh = Warehouse(tmp_path / "data")
+    day = dt.date(2026, 11, 24)
+    assert land_corpus(wh, parts, corpus, day) == {"civic_intelligence": 2}
+    maps = source_maps(wh, DatasetRegistry.build(CodexSettings(data_dir=wh.root)), parts, corpus, day)
+    files = sorted(f for smap in maps.values() for f in smap.map([(0, 20)]))
+    assert files == ["agendas/2026-03-10-riverton-agenda.txt", "captions/2026-03-10-riverton-meeting.captions.txt"]

@@ -21,15 +21,16 @@ _WRITTEN = re.compile(r"\b(" + "|".join(_MONTHS) + r")\.?\s+([0-3]?\d)(?:st|nd|r
 HEAD_CHARS = 1500  # the opening of a record that names its body and date
 # "Huntsville City Council", "City of Rivergrove City Council", "Manhattan City Commission", "Board of Supervisors"
 _BODY = re.compile(
-    r"\b((?:(?:City|Town|Village|County|Borough)\s+of\s+)?(?:[A-Z][A-Za-z.'’-]+\s+){0,3}"
-    r"(?:City|Town|Village|County|Borough|Township|Parish)?\s*"
-    r"(?:Council|Commission|Board\s+of\s+(?:Supervisors|Aldermen|Commissioners|Trustees|Education)|Board|Committee))\b"
+    r"\b((?:(?:City|Town|Village|County|Borough)[ \t]+of[ \t]+)?(?:[A-Z][A-Za-z.'’-]+[ \t]+){0,3}"
+    r"(?:City|Town|Village|County|Borough|Township|Parish)?[ \t]*"
+    r"(?:Council|Commission|Board[ \t]+of[ \t]+(?:Supervisors|Aldermen|Commissioners|Trustees|Education)|Board|Committee))\b"
 )
 _NOT_PLACE = re.compile(r"^(?:the|a|an|of|regular|special|joint|meeting|minutes|agenda|and|work|session)\s+", re.I)
 KINDS = ("agenda", "minutes", "transcript")
 _KIND_WORDS = {
     "minutes": re.compile(r"\bminutes\b", re.I),
-    "agenda": re.compile(r"\bagenda\b", re.I),
+    "agenda": re.compile(r"\bagenda\b|\border\s+of\s+business\b|\bdocket\b|\bnotice\s+of\s+(?:a\s+)?(?:\w+\s+)?meeting\b",
+                         re.I),
 }
 
 
@@ -96,7 +97,8 @@ def record_kind(name: str, text: str, *, motions: int, transcript: bool) -> str 
     """``transcript``, ``minutes`` or ``agenda``: by what the record is, else by what it calls itself.
 
     Minutes record motions and votes; an agenda announces items. A record that calls itself
-    neither and holds no motion is an agenda only when it has numbered items (decided by the caller).
+    neither (``agenda``, ``order of business``, ``docket``, ``notice of … meeting``, ``minutes``) and records no motion is
+    neither: numbered sections alone are no agenda (an ordinance has them).
     """
     if transcript:
         return "transcript"

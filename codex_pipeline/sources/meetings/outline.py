@@ -266,10 +266,11 @@ def _nest(heads: list[_Head], headings_are_parents: bool) -> list[tuple[_Head, i
             if style in stack and last.get(style, 0) + 1 == ordinal:
                 accepted = (style, stack.index(style), ordinal)
                 break
-        if accepted is None:
-            for style, ordinal in ((h.style, h.ordinal), *h.alternatives):
-                first = not any(st != "heading" for st in stack)  # an excerpt's first item may start anywhere
-                if ordinal is not None and style not in stack and (ordinal == 1 or first) and _may_open(style, stack, out):
+        if accepted is None:  # a new style opens at 1 ("I." is roman one before it is the letter i) ...
+            first = not any(st != "heading" for st in stack)
+            readings = [(st, o) for st, o in ((h.style, h.ordinal), *h.alternatives) if o is not None and st not in stack]
+            for style, ordinal in sorted(readings, key=lambda r: r[1] != 1):
+                if (ordinal == 1 or first) and _may_open(style, stack, out):  # ... or anywhere in an excerpt's first item
                     accepted = (style, len(stack), ordinal)
                     break
         if accepted is None:

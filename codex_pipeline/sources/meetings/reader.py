@@ -31,8 +31,9 @@ from codex_pipeline.sources.meetings.speech import Segment, chair_announcements,
 from codex_pipeline.sources.meetings.votes import Motion, find_motions
 
 DATASET = "civic_intelligence"
-MIN_AGENDA_ITEMS = 3  # a record that calls itself neither agenda nor minutes is an agenda with this many numbered items
-_KEPT_LAYOUT = ("page", "running")  # blocks of the documents reader a civic document keeps
+_KEPT_LAYOUT = ("page", "running", "para", "item", "table")  # the documents reader's blocks kept: pages (addresses),
+# running lines (never in a chunk) and the paragraphs an item's text is packed from; not its headings (the locator
+# would take them for the section tree: a civic document's sections are its agenda items)
 WHOLE_MEETING = "meeting"  # the key of the one item of a transcript with no agenda and no announcement
 MIN_ITEM_CHARS = 200  # a spoken announcement this close after the last one is part of the same item
 WHOLE_RECORD = "record"
@@ -81,11 +82,6 @@ def record_blocks(text: str, layout: Sequence[Block] = (), title: str = "Meeting
         conditions = [c for c in outline.conditions if item.start <= c.start < item.end]
         blocks.extend(Block("condition", c.start, c.end, str(k), {"item": item.key, "kind": "condition"})
                       for k, c in enumerate(conditions, 1))
-    if outline.items:  # motions before the first item (a consent vote in a preamble) are not lost
-        first = outline.items[0].start
-        pre = find_motions(text, 0, first)
-        motions.extend(pre)
-        blocks.extend(Block("motion", m.start, m.end, f"pre.{k}", _motion_meta(m, "")) for k, m in enumerate(pre, 1))
     order = {"page": 0, "agenda_item": 1, "running": 2, "motion": 3, "condition": 4}
     return outline, motions, tuple(sorted(blocks, key=lambda b: (b.start, order.get(b.kind, 9), -b.end)))
 
@@ -98,12 +94,10 @@ def record_document(doc: SourceDocument, name: str, rejects: list[Reject]) -> So
     outline, motions, blocks = record_blocks(doc.text, doc.blocks, doc.title or name)
     kind = record_kind(name, doc.text, motions=len(motions), transcript=False)
     numbered = sum(1 for i in outline.items if i.number is not None)
-    if kind is None and numbered >= MIN_AGENDA_ITEMS:
-        kind = "agenda"
-    if kind is None:
+    if kind is None:  # numbered sections alone make no agenda: an ordinance has them too
         rejects.append(Reject(doc.source_file, f"not an agenda, minutes or transcript ({numbered} numbered agenda items, "
-                                               f"{len(motions)} motions, no 'agenda' or 'minutes' in its name or "
-                                               "opening): land it in the documents dataset"))
+                                               f"{len(motions)} motions, no 'agenda', 'minutes', 'order of business' or 'notice of meeting' "
+                                               "in its name or opening): land it in the documents dataset"))
         return None
     facts = MeetingFacts(kind, meeting_body(doc.text), meeting_date(name, doc.text))
     meeting = _meeting_payload(facts) | {

@@ -93,10 +93,14 @@ def test_a_file_that_is_no_meeting_record_is_rejected_by_name(tmp_path: Path) ->
     day = tmp_path / "d"
     day.mkdir()
     (day / "notes.txt").write_text("Shopping list\nmilk\nbread\n")
+    # numbered sections alone are no agenda
+    (day / "ord-74.txt").write_text("ORDINANCE NO. 74-2004\nAN ORDINANCE AMENDING TREE CUTTING\n"
+                                    "1. Purpose. Trees are a resource.\n2. Permits. A permit is required.\n"
+                                    "3. Penalties. A fine of $500 applies.\n")
     res = load_civic_day(day)
     assert res.documents == []
-    ((rej,),) = [res.rejects]
-    assert rej.source_file == "notes.txt" and "land it in the documents dataset" in rej.reason
+    assert sorted(r.source_file for r in res.rejects) == ["notes.txt", "ord-74.txt"]
+    assert all("land it in the documents dataset" in r.reason for r in res.rejects)
 
 
 @pytest.mark.parametrize(("name", "text", "want"), [
