@@ -69,7 +69,18 @@ SETS: dict[str, list[str]] = {  # set -> its --dataset DS=SUBDIR parts (as in ev
     "hsv-civic": ["civic_intelligence=council_captions/huntsville-al", "civic_intelligence=pdf/huntsville-al"],
 }
 GOLD_OF: dict[str, str] = {"hsv-civic": "huntsville"}  # a set scored with another set's gold
-INCLUDE: dict[str, list[str]] = {"seattle": ["seattle_sdci_preapplications.csv"]}  # codex eval --include when landed
+INCLUDE: dict[str, list[str]] = {  # codex eval --include of each set when it is landed (the commands in eval/README.md)
+    "huntsville": ["*.captions.txt"],
+    "huntsville-whisper": ["*.whisper.txt"],
+    "seattle": ["seattle_sdci_preapplications.csv"],
+    "pdf": ["il_finance_authority.pdf", "SSA21_MeetingMinutes_1.29.18.pdf", "cook_emergency_telephone_schedule.pdf",
+            "2026-06-11-city-council-meeting_agenda.pdf", "40_025-LAW.pdf", "13_030-DCP.pdf",
+            "2019-Res-41425-Public-Records.pdf", "2011-Ord-81-2011-Sign.pdf", "federal-register-2020-17221.pdf"],
+    "civic": ["2018-08-13-Minutes.pdf", "2018-12-10-Minutes.pdf", "2026-06-11-city-council-meeting_agenda.pdf",
+              "2026-06-25-city-council-meeting_agenda.pdf"],
+    "hsv-civic": ["*.captions.txt", "2026-06-11-*_agenda.pdf", "2026-06-25-*_agenda.pdf", "2026-07-10-*_agenda.pdf",
+                  "2026-07-23-*_agenda.pdf"],  # the captions and the agendas of their four meetings
+}
 
 INDEPENDENT = "independent"
 """``ind-*`` sets: the corpora under ``CORPUS/independent`` whose gold (``independent/gold/<name>.gold.jsonl``, sources

@@ -103,3 +103,8 @@ def test_any_text_gives_ordered_disjoint_items(text: str) -> None:
         assert item.start <= item.title_end <= item.end
         last_end = item.end
     assert len({i.key for i in outline.items}) == len(outline.items)
+
+
+def test_roman_one_opens_before_the_letter_i() -> None:
+    text = "I. Call to Order & Roll Call\nII. Adoption of the Minutes\nIII. New Business\na. Project one\nb. Project two\n"
+    assert keys(text) == ["I", "II", "III", "III.a", "III.b"]

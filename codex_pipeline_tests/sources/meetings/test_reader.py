@@ -119,3 +119,4 @@ def test_bodies() -> None:
         "Huntsville City Council"
     assert bodies_agree("City Council", "Huntsville City Council") and bodies_agree(None, "X Board")
     assert not bodies_agree("Planning Commission", "Huntsville City Council")
+    assert meeting_body("23. ADJOURNMENT\nAgenda Disclaimer\nCity Council agendas are provided") == "City Council"
