@@ -62,13 +62,14 @@ SETS: dict[str, list[str]] = {  # set -> its --dataset DS=SUBDIR parts (as in ev
     "huntsville-whisper": ["narrative=council_captions/huntsville-al"],
     "seattle": ["seattle_preapplications=permits"],
     "pdf": ["documents=pdf"],
-    # issue 41: cities' own records in civic_intelligence. civic: two Rivergrove minutes and two Huntsville agendas
-    # among the other PDFs of those folders (ordinances, scans: rejected to documents); hsv-civic: the huntsville
-    # gold over the captions and Whisper transcripts landed with the meetings' agendas (aligned to them)
+    # issue 41: cities' own records in civic_intelligence (INCLUDE below picks the files). civic: two Rivergrove
+    # minutes and two Huntsville agendas; hsv-civic / hsvw-civic: the huntsville / huntsville-whisper gold over the
+    # captions / Whisper transcripts landed with their meetings' agendas (aligned to them)
     "civic": ["civic_intelligence=pdf/rivergrove-or", "civic_intelligence=pdf/huntsville-al"],
     "hsv-civic": ["civic_intelligence=council_captions/huntsville-al", "civic_intelligence=pdf/huntsville-al"],
+    "hsvw-civic": ["civic_intelligence=council_captions/huntsville-al", "civic_intelligence=pdf/huntsville-al"],
 }
-GOLD_OF: dict[str, str] = {"hsv-civic": "huntsville"}  # a set scored with another set's gold
+GOLD_OF: dict[str, str] = {"hsv-civic": "huntsville", "hsvw-civic": "huntsville-whisper"}  # a set scored with another set's gold
 INCLUDE: dict[str, list[str]] = {  # codex eval --include of each set when it is landed (the commands in eval/README.md)
     "huntsville": ["*.captions.txt"],
     "huntsville-whisper": ["*.whisper.txt"],
@@ -80,6 +81,8 @@ INCLUDE: dict[str, list[str]] = {  # codex eval --include of each set when it is
               "2026-06-25-city-council-meeting_agenda.pdf"],
     "hsv-civic": ["*.captions.txt", "2026-06-11-*_agenda.pdf", "2026-06-25-*_agenda.pdf", "2026-07-10-*_agenda.pdf",
                   "2026-07-23-*_agenda.pdf"],  # the captions and the agendas of their four meetings
+    "hsvw-civic": ["*.whisper.txt", "2026-06-11-*_agenda.pdf", "2026-06-25-*_agenda.pdf", "2026-07-10-*_agenda.pdf",
+                   "2026-07-23-*_agenda.pdf"],
 }
 
 INDEPENDENT = "independent"

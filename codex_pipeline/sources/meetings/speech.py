@@ -14,13 +14,13 @@ caption line break is never a sentence end and offsets need no mapping back; a
 ``[HH:MM:SS]`` line is a hard boundary and belongs to no sentence.
 
 Segments are what the chunker turns into chunks, so they are retrieval units: whole
-consecutive sentences of ``min_tokens``..``max_tokens`` cl100k tokens. The defaults (60 and
-230) come from the default embedder: all-MiniLM-L6-v2 reads 254 wordpieces, and on the
-Huntsville captions and transcripts wordpieces run at 0.97-1.03 per cl100k token, so a
-230-token segment is embedded whole, in one window, without the averaging of overlapping
-windows a longer text gets; under about 60 tokens (three or four short spoken sentences,
-"Aye. Any opposed? Motion carries.") a segment has too little context to be found or to
-answer anything. A sentence alone over ``max_tokens`` (Whisper run-ons: one "sentence" of
+consecutive sentences of ``min_tokens``..``max_tokens`` cl100k tokens. The defaults (150 and
+600) were chosen leave-one-corpus-out among 60-230, 100-400, 150-600 and 200-800 on the two
+transcript folds there are (the Huntsville captions and Whisper transcripts with their agendas,
+``eval/README.md``, issue 41): 60-230, sized to embed whole in MiniLM's 254 wordpieces, lost 5
+to 10 points of recall to every larger size (a spoken answer runs over several short sentences,
+and five small hits cover little of a 90-minute meeting); 150-600 was best on the two folds
+together. A sentence alone over ``max_tokens`` (Whisper run-ons: one "sentence" of
 10,000 tokens) is cut into nearly equal pieces at word boundaries, preferring a cut after a
 comma, semicolon or colon; a single "word" longer than that is cut between tokens.
 """
@@ -40,8 +40,8 @@ from codex_pipeline.core.tokens import count_tokens_batch, encoding
 
 LANGUAGE = "en"
 #: Default segment bounds in cl100k tokens (why: the module docstring).
-MIN_TOKENS = 60
-MAX_TOKENS = 230
+MIN_TOKENS = 150
+MAX_TOKENS = 600
 #: The smallest ``max_tokens`` accepted: any single character must fit in a segment.
 SMALLEST_MAX_TOKENS = 8
 
