@@ -20,9 +20,8 @@ from codex_pipeline.core.documents import SourceDocument
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import get_dataset
 from codex_pipeline.pipeline import chunks_day
-from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.storage import Warehouse
-from codex_pipeline_tests.conftest import materialize_dataset
+from codex_pipeline_tests.conftest import materialize_dataset, query_catalog
 
 D1, D2 = dt.date(2026, 11, 1), dt.date(2026, 11, 2)
 NS = "urn:aprs:narrative:"
@@ -57,14 +56,6 @@ def break_chunker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chunks_day.steps, "chunk", buggy)
 
 
-def query(wh: Warehouse, sql: str) -> list[tuple]:
-    con = connect_catalog(wh)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def contract_check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
     (evaluation,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "chunk_contract"]
     return evaluation
@@ -83,27 +74,27 @@ def test_one_bad_document_is_rejected_and_the_day_published_without_it(
     assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
     assert check.metadata["rejected_documents"].value == 1
 
-    published = {d for (d,) in query(warehouse, f"SELECT DISTINCT doc_id FROM codex.narrative_chunks_history "
+    published = {d for (d,) in query_catalog(warehouse, f"SELECT DISTINCT doc_id FROM codex.narrative_chunks_history "
                                                 f"WHERE partition_date = DATE '{D2}'")}
     assert published == {NS + "alpha.txt", NS + "charlie.txt"}
-    embedded = {d for (d,) in query(warehouse, f"SELECT DISTINCT c.doc_id FROM codex.narrative_embeddings_history e "
+    embedded = {d for (d,) in query_catalog(warehouse, f"SELECT DISTINCT c.doc_id FROM codex.narrative_embeddings_history e "
                                                f"JOIN codex.narrative_chunks_history c USING (chunk_id, partition_date) "
                                                f"WHERE partition_date = DATE '{D2}'")}
     assert embedded == published
-    (reject,) = query(warehouse, f"SELECT source_file, record_ref, stage, reason FROM codex.narrative_rejects "
+    (reject,) = query_catalog(warehouse, f"SELECT source_file, record_ref, stage, reason FROM codex.narrative_rejects "
                                  f"WHERE partition_date = DATE '{D2}'")
     assert reject[:3] == ("bravo.txt", BAD, "chunk")
     assert "token_count_exact_cl100k" in reject[3] and "left out" in reject[3]
-    quarantined = query(warehouse, "SELECT doc_id, contract_failure FROM codex.narrative_quarantine")
+    quarantined = query_catalog(warehouse, "SELECT doc_id, contract_failure FROM codex.narrative_quarantine")
     assert quarantined and {d for d, _ in quarantined} == {BAD}
     assert all("token_count_exact_cl100k" in why for _, why in quarantined)
-    current = dict(query(warehouse, "SELECT doc_id, partition_date FROM codex.narrative_documents"))
+    current = dict(query_catalog(warehouse, "SELECT doc_id, partition_date FROM codex.narrative_documents"))
     assert current == {NS + "alpha.txt": D2, BAD: D1, NS + "charlie.txt": D2}  # bravo's good version stays
 
     monkeypatch.undo()  # the chunker is fixed: a rerun publishes bravo and clears its quarantine
     assert materialize_dataset(warehouse, "narrative", D2.isoformat()).success
     assert not warehouse.partition_path("narrative", "quarantine", D2, part=chunks_day.DOCUMENTS_QUARANTINE).exists()
-    assert dict(query(warehouse, "SELECT doc_id, partition_date FROM codex.narrative_documents"))[BAD] == D2
+    assert dict(query_catalog(warehouse, "SELECT doc_id, partition_date FROM codex.narrative_documents"))[BAD] == D2
 
 
 def test_a_failure_no_row_can_be_blamed_for_still_fails_the_partition() -> None:
@@ -138,5 +129,5 @@ def test_a_day_where_no_document_passed_is_quarantined_whole_and_named(
     assert all("token_count_exact_cl100k" in why for why in quarantined.column("contract_failure").to_pylist())
     assert warehouse.stamp(warehouse.partition_path("narrative", "quarantine", D1))["chunking_version"] == \
         get_dataset("narrative").chunking_version  # what the version sensor reads to re-chunk it
-    (reject,) = query(warehouse, "SELECT record_ref, stage FROM codex.narrative_rejects")
+    (reject,) = query_catalog(warehouse, "SELECT record_ref, stage FROM codex.narrative_rejects")
     assert reject == (BAD, "chunk")
