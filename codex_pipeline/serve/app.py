@@ -46,11 +46,10 @@ from codex_pipeline.serve.models import (
 )
 from codex_pipeline.serve.pages import landed_pdf, page_png
 from codex_pipeline.serve.search import search
-from codex_pipeline.serve.settings import ServeSettings
+from codex_pipeline.serve.settings import API_KEY_COOKIE, ServeSettings
 from codex_pipeline.serve.state import ServeState
 
 API_KEY_HEADER = "X-API-Key"
-API_KEY_COOKIE = "codex_api_key"
 OPEN_PATHS = frozenset({"/health", "/ready", "/view/login"})
 ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": ErrorOut} for s in (400, 401, 404, 410, 413, 422, 503)}
 

@@ -9,7 +9,8 @@ head and none for a connection that never sends a byte, and idle connections cou
 requests out. :class:`GuardedH11Protocol` adds, from those same settings:
 
 - a request head must arrive whole within ``timeout_keep_alive`` seconds of the connection
-  opening or of its first byte (trickling bytes does not restart the clock);
+  opening or of its first byte (trickling bytes does not restart the clock), and a request's
+  body within as long again of its head (a body announced and never sent held a handler);
 - when a new connection brings the count to ``limit_concurrency``, the connection that has
   waited longest without sending a whole head is closed to make room, so a real request is
   served while idle ones are shed (only when every connection is busy does uvicorn answer 503).
@@ -47,6 +48,7 @@ class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a request-head timeout and shedding of idle connections at the limit."""
 
     _head_timer: asyncio.TimerHandle | None = None
+    _body_timer: asyncio.TimerHandle | None = None
     _waiting_since: float = 0.0
     _shed: bool = False
 
@@ -66,12 +68,19 @@ class GuardedH11Protocol(H11Protocol):
         elif self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        if self.conn.their_state is h11.SEND_BODY:
+            if self._body_timer is None:
+                self._body_timer = self.loop.call_later(self.timeout_keep_alive, self._body_too_slow)
+        elif self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Drop the head clock with the connection."""
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        """Drop the clocks with the connection."""
+        for timer in (self._head_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._body_timer = None
         super().connection_lost(exc)
 
     def _waiting_for_head(self) -> bool:
@@ -86,6 +95,12 @@ class GuardedH11Protocol(H11Protocol):
         self._head_timer = None
         if self._waiting_for_head() and not self.transport.is_closing():
             self.logger.debug("closing a connection that sent no whole request head in %ss", self.timeout_keep_alive)
+            self._close_idle()
+
+    def _body_too_slow(self) -> None:
+        self._body_timer = None
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            self.logger.debug("closing a connection whose request body did not arrive in %ss", self.timeout_keep_alive)
             self._close_idle()
 
     def _close_idle(self) -> None:

@@ -10,6 +10,7 @@ highlighted text of span ``i`` (every ``mark[data-span="i"]``, in order) is exac
 from __future__ import annotations
 
 import html
+import re
 import secrets
 from collections.abc import Iterable, Sequence
 
@@ -32,9 +33,15 @@ form input[type=text]{width:28em;font-size:15px;padding:.3em}form input[type=num
 """
 
 
+BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional embeddings, overrides and isolates: they reorder what follows them on screen, so a
+file name ``report<U+202E>fdp.exe`` would read ``reportexe.pdf``."""
+
+
 def e(value: object) -> str:
-    """Escaped for HTML text and double-quoted attributes."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Escaped for HTML text and double-quoted attributes; a bidi control shows as ``[U+202E]``, never acts."""
+    text = BIDI_CONTROL.sub(lambda m: f"[U+{ord(m.group()):04X}]", "" if value is None else str(value))
+    return html.escape(text, quote=True)
 
 
 def page(title: str, body: str, script: str = "") -> tuple[str, str]:
@@ -67,7 +74,7 @@ def annotated_text(text: str, marks: Sequence[Span], selected: Sequence[Span],
         out += at.pop(a, [])
         if b <= a:
             continue
-        piece = e(text[a:b])
+        piece = html.escape(text[a:b], quote=True)  # exact: a copied citation is the text itself
         for i, (s, e_) in enumerate(clip):
             if s <= a and b <= e_:
                 piece = f'<mark class="cite" data-span="{i}">{piece}</mark>'
@@ -90,11 +97,3 @@ if (btn) btn.addEventListener('click', () => {
 });
 """
 
-LOGIN_SCRIPT = """
-document.getElementById('login').addEventListener('submit', (ev) => {
-  ev.preventDefault();
-  const key = document.getElementById('key').value;
-  document.cookie = 'codex_api_key=' + encodeURIComponent(key) + '; path=/; SameSite=Strict';
-  location.href = '/view';
-});
-"""

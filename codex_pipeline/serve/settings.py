@@ -10,6 +10,7 @@ MAX_QUERY_CHARS = 1000
 MAX_K = 100
 MAX_BODY_BYTES = 64 * 1024
 REFRESH_INTERVAL_S = 5.0
+API_KEY_COOKIE = "codex_api_key"  # the viewer's key: set HttpOnly by POST /view/login
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,14 @@ another origin.
 from __future__ import annotations
 
 import datetime as dt
+import hmac
 import re
 from typing import Any
+from urllib.parse import parse_qs
+from urllib.parse import quote as url_quote
 
 try:
-    from fastapi import FastAPI, Query
+    from fastapi import FastAPI, Query, Request
     from fastapi.responses import HTMLResponse, RedirectResponse
 except ImportError as exc:  # the [serve] extra is optional
     raise ImportError("codex serve needs FastAPI and uvicorn: pip install 'codex-pipeline[serve]'",
@@ -24,9 +27,9 @@ from codex_pipeline.retrieval.context import anchor_spans
 from codex_pipeline.serve.convert import document_url, page_url
 from codex_pipeline.serve.lookup import Catalog, Document, LookupFailed, anchor_page
 from codex_pipeline.serve.models import ChunkHitOut, PropositionHitOut, SearchRequest
-from codex_pipeline.serve.page import DOCUMENT_SCRIPT, LOGIN_SCRIPT, annotated_text, e, page
+from codex_pipeline.serve.page import DOCUMENT_SCRIPT, annotated_text, e, page
 from codex_pipeline.serve.search import search
-from codex_pipeline.serve.settings import ServeSettings
+from codex_pipeline.serve.settings import API_KEY_COOKIE, ServeSettings
 from codex_pipeline.serve.state import ServeState
 
 _MARKS = re.compile(r"^\d{1,9}-\d{1,9}(,\d{1,9}-\d{1,9}){0,63}$")
@@ -85,9 +88,27 @@ def register(app: FastAPI, state: ServeState, catalog: Catalog, config: ServeSet
 
     @app.get("/view/login", response_class=HTMLResponse, include_in_schema=False)
     def view_login() -> HTMLResponse:
-        body = ('<main><form id="login"><p>This server wants an API key.</p><input type="password" id="key" '
-                'autocomplete="off"> <button type="submit">Open the viewer</button></form></main>')
-        return _html("API key", body, LOGIN_SCRIPT)
+        return _login_page()
+
+    @app.post("/view/login", include_in_schema=False, response_model=None)
+    async def view_login_post(request: Request) -> Any:
+        # the key travels in the form body and comes back as an HttpOnly cookie: page scripts never see it
+        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
+        given = (form.get("key") or [""])[0]
+        if not config.api_key or not hmac.compare_digest(given.encode(), config.api_key.encode()):
+            return _login_page("That is not this server's API key." if given else "Give the API key.", 401)
+        done = RedirectResponse("/view", status_code=303)
+        done.set_cookie(API_KEY_COOKIE, url_quote(given, safe=""), path="/", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+        return done
+
+
+def _login_page(error: str = "", status: int = 200) -> HTMLResponse:
+    err = f'<div class="err">{e(error)}</div>' if error else ""
+    body = (f'<main><form id="login" method="post" action="/view/login">{err}<p>This server wants an API key.</p>'
+            '<input type="password" id="key" name="key" autocomplete="off"> <button type="submit">Open the viewer</button>'
+            "</form></main>")
+    return _html("API key", body, status=status)
 
 
 def _search_form(q: str, k: int, mode: str, dataset: str, datasets: list[str]) -> str:

@@ -28,8 +28,9 @@ from pathlib import Path
 from codex_pipeline.core.documents import Reject
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-"""C0 and C1 control characters and DEL: in a name they break logs, ids and the chunk contract."""
+CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""C0 and C1 control characters and DEL (they break logs, ids and the chunk contract), and bidi embeddings,
+overrides and isolates (``invoice<U+202E>fdp.exe`` shows as ``invoiceexe.pdf`` wherever the name is printed)."""
 FOLLOW_SETTING = "CODEX_FOLLOW_LANDING_LINKS=1"
 
 

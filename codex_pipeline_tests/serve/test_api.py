@@ -215,6 +215,22 @@ def test_api_key_cors_and_server_limits(keyed_server: Server) -> None:
         assert "access-control-allow-origin" not in evil.headers
 
 
+def test_viewer_login_sets_an_http_only_cookie(keyed_server: Server) -> None:
+    """The viewer's key comes back as an HttpOnly, SameSite=Strict cookie (Secure over https); a wrong key is a 401 page."""
+    with keyed_server.client() as c:
+        wrong = c.post("/view/login", data={"key": "nope"}, follow_redirects=False)
+        assert wrong.status_code == 401 and "not this server" in wrong.text and "set-cookie" not in wrong.headers
+        ok = c.post("/view/login", data={"key": "s3cret key"}, follow_redirects=False)
+        assert ok.status_code == 303 and ok.headers["location"] == "/view"
+        flags = [f.strip().lower() for f in ok.headers["set-cookie"].split(";")]
+        assert "httponly" in flags and "samesite=strict" in flags and "secure" not in flags
+        assert c.get("/view").status_code == 200  # the cookie the client kept opens the viewer
+        assert "document.cookie" not in c.get("/view/login").text
+        proxied = c.post("/view/login", data={"key": "s3cret key"}, headers={"X-Forwarded-Proto": "https"},
+                         follow_redirects=False)
+        assert "secure" in [f.strip().lower() for f in proxied.headers["set-cookie"].split(";")]
+
+
 def test_filters_and_units(server: Server) -> None:
     with server.client() as c:
         only = c.post("/search", json={"query": "girders corrosion", "mode": "bm25", "k": 10,

@@ -79,3 +79,21 @@ def test_slow_and_idle_clients_leave_room_for_real_requests(guarded: Server) -> 
     finally:
         for sock in silent + half:
             sock.close()
+
+
+def test_a_body_announced_and_not_sent_is_closed(guarded: Server) -> None:
+    """A keyed POST whose body stops halfway holds a handler until the body clock closes it."""
+    stalled = []
+    for _ in range(5):
+        sock = _connect(guarded)
+        sock.sendall(b"POST /search HTTP/1.1\r\nHost: codex\r\nContent-Type: application/json\r\n"
+                     + f"X-API-Key: {KEY}\r\n".encode() + b'Content-Length: 60000\r\n\r\n{"query": "scaf')
+        stalled.append(sock)
+    try:
+        assert all(_closed_by_server(sock) for sock in stalled)
+        with guarded.client() as client:
+            hits = client.post("/search", json={"query": "scaffold fall", "k": 2}, headers={"X-API-Key": KEY})
+            assert hits.status_code == 200 and hits.json()["hits"]
+    finally:
+        for sock in stalled:
+            sock.close()

@@ -46,7 +46,8 @@ def hostile_folder(wh: Warehouse, outside: Path) -> Path:
     os.symlink("missing.txt", day / "broken.txt")
     (day / ".hidden.txt").write_text(GOOD)
     (day / ".git" / "config.txt").write_text(GOOD)
-    for name in ("new\nline.txt", "tab\tname.txt", "del\x7fname.txt", "c1\x85name.txt", "bell\x07.txt"):
+    for name in ("new\nline.txt", "tab\tname.txt", "del\x7fname.txt", "c1\x85name.txt", "bell\x07.txt",
+                 "invoice\u202etxt.exe.txt", "iso\u2067late.txt"):
         (day / name).write_text(GOOD)
     os.mkfifo(day / "pipe.txt")
     (day / "utf16.txt").write_bytes(GOOD.encode("utf-16-le"))  # no BOM: valid UTF-8 full of NULs
@@ -85,7 +86,8 @@ def test_every_entry_of_a_hostile_folder_ends_in_raw_or_rejects(warehouse: Wareh
     assert "folder links are never followed" in rejects["inside_folder_link"]
     assert "hidden" in rejects[".hidden.txt"] and "hidden" in rejects[".git/config.txt"]
     for name, code in (("new\nline.txt", "000A"), ("tab\tname.txt", "0009"), ("del\x7fname.txt", "007F"),
-                       ("c1\x85name.txt", "0085"), ("bell\x07.txt", "0007")):
+                       ("c1\x85name.txt", "0085"), ("bell\x07.txt", "0007"),
+                       ("invoice\u202etxt.exe.txt", "202E"), ("iso\u2067late.txt", "2067")):
         assert f"control character U+{code}" in rejects[name]
     assert "not a regular file" in rejects["pipe.txt"] and "not a regular file" in rejects["broken.txt"]
     assert "UTF-16" in rejects["utf16.txt"] and "NUL" in rejects["utf16.txt"]
