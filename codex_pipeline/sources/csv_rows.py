@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import codecs
 import csv
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.files import DEFAULT_MAX_BYTES, _nul_encoding
@@ -123,6 +125,129 @@ def _physical_lines(data: bytes, encoding: str, out: CsvFile) -> list[str | byte
     return lines + ([parts[-1]] if parts[-1] else [])
 
 
+class _LineSource:
+    """A file's physical lines by 0-based index, read block by block as the parser asks for them.
+
+    Lines before :attr:`base` have been parsed and dropped: the parser only looks back to the
+    first line of the record in hand, so memory holds a page of lines, not the file.
+    """
+
+    def __init__(self, blocks: Iterator[list[str | bytes]]) -> None:
+        self.buf: list[str | bytes] = []
+        self.base = 0
+        self._blocks = blocks
+
+    @classmethod
+    def of(cls, lines: list[str | bytes]) -> _LineSource:
+        """All lines at hand (the whole-file reader)."""
+        src = cls(iter(()))
+        src.buf = lines
+        return src
+
+    def has(self, i: int) -> bool:
+        """Whether line ``i`` exists (reading blocks until it is in the buffer or the file ends)."""
+        while i - self.base >= len(self.buf):
+            block = next(self._blocks, None)
+            if block is None:
+                return False
+            self.buf.extend(block)
+        return True
+
+    def __getitem__(self, i: int) -> str | bytes:
+        return self.buf[i - self.base]
+
+    def drop_before(self, i: int) -> None:
+        """Forget the lines before ``i`` (at most once per 4,096 of them: a list's prefix delete copies the rest)."""
+        if i - self.base >= 4096:
+            del self.buf[:i - self.base]
+            self.base = i
+
+
+PAGE_ROWS = 5000
+"""Rows (and row rejects) per page of :func:`iter_csv_pages`."""
+BLOCK_BYTES = 1 << 20
+"""Bytes read at a time by :func:`iter_csv_pages`."""
+
+
+def iter_csv_pages(path: Path, day_dir: Path, delimiter: str = ",", encoding: str = "utf-8",
+                   page_rows: int = PAGE_ROWS, block_bytes: int = BLOCK_BYTES) -> Iterator[CsvFile]:
+    """The records of :func:`read_csv_file`, a page at a time: the same rows, refs and rejects, in order.
+
+    Each page is a :class:`CsvFile` (same ``rel``, ``header`` and ``renamed``) holding about
+    ``page_rows`` rows and rejects, ``rows_read`` counting that page's. The file is read in
+    ``block_bytes`` blocks, each decoded on its own, so no file is too large and memory holds a
+    page. A file whose first block is not an ordinary ASCII-compatible text (a UTF-16/32 byte-order
+    mark, NUL bytes, an unknown encoding, a header that does not decode or is empty, line breaks
+    that are lone ``\\r``) is read whole by :func:`read_csv_file` (its size limit applies) and paged.
+    """
+    out = CsvFile(path.relative_to(day_dir).as_posix())
+    try:
+        f = path.open("rb") if path.is_file() else None
+    except OSError:
+        f = None
+    if f is None:
+        yield read_csv_file(path, day_dir, delimiter, encoding)
+        return
+    with f:
+        try:
+            first = f.read(block_bytes)
+        except OSError:
+            first = None
+        codec = _plain_codec(first, encoding) if first is not None else None
+        head = first.split(b"\n", 1)[0] if first else b""
+        if codec is None or b"\n" not in (first or b"") or _decode(head, codec).__class__ is not str or not head.strip():
+            yield read_csv_file(path, day_dir, delimiter, encoding)
+            return
+        assert first is not None
+        if first.startswith(codecs.BOM_UTF8):
+            first = first[len(codecs.BOM_UTF8):]
+        source = _LineSource(_blocks(f, first, codec, block_bytes))
+        if not _header([source[0] if source.has(0) else ""], delimiter, codec, out):
+            yield read_csv_file(path, day_dir, delimiter, encoding)
+            return
+        for _ in _parse_pages(source, delimiter, codec, out, page_rows):
+            page = dataclasses.replace(out)
+            out.rows, out.refs, out.rejects, out.rows_read = [], [], [], 0
+            yield page
+        yield out
+
+
+def _plain_codec(first: bytes, encoding: str) -> str | None:
+    """The codec to read ``first`` (the file's first block) line by line with; None: read the file whole."""
+    if any(first.startswith(b) for b, enc in _BOMS if enc != "utf-8") or b"\x00" in first[:4096]:
+        return None
+    try:
+        codec = codecs.lookup(encoding).name
+    except LookupError:
+        return None
+    return None if codec.replace("-", "_").startswith(("utf_16", "utf_32")) else codec
+
+
+def _blocks(f: BinaryIO, first: bytes, codec: str, block_bytes: int) -> Iterator[list[str | bytes]]:
+    """The file's physical lines, a block at a time, each block cut after its last ``\\n`` and decoded
+    (the lines one by one when the block does not decode: a line that does not stays bytes)."""
+    rest = b""
+    data = first
+    while True:
+        buf = rest + data
+        if not data:
+            if buf:
+                yield [_decode(buf, codec)]
+            return
+        cut = buf.rfind(b"\n") + 1
+        rest = buf[cut:]
+        if cut:
+            chunk = buf[:cut]
+            try:
+                text = chunk.decode(codec)
+            except UnicodeDecodeError:
+                yield [_decode(line, codec) for line in _split(chunk)]
+            else:
+                parts = text.split("\n")
+                yield [p + "\n" for p in parts[:-1]]
+        data = f.read(block_bytes)
+
+
 def _count_rows(data: bytes) -> int:
     """Data rows of a file that cannot be parsed: its non-empty lines after the header."""
     return max(sum(1 for line in data.splitlines() if line.strip()) - 1, 0)
@@ -150,7 +275,7 @@ def _bad_bytes(line: bytes, codec: str) -> str:
     return f"not {codec}"
 
 
-def _records(lines: list[str | bytes], start: int, delimiter: str) -> Iterator[tuple[int, int, list[str] | str]]:
+def _records(lines: _LineSource, start: int, delimiter: str) -> Iterator[tuple[int, int, list[str] | str]]:
     """``(first line, last line, cells or csv's complaint)`` from 0-based line ``start`` on, 1-based lines.
 
     A line that did not decode ends the run (the caller rejects it and starts again after it).
@@ -161,7 +286,7 @@ def _records(lines: list[str | bytes], start: int, delimiter: str) -> Iterator[t
 
     def feed() -> Iterator[str]:
         nonlocal pos
-        while pos < len(lines):
+        while lines.has(pos):
             line = lines[pos]
             if isinstance(line, bytes) or pos - first >= MAX_RECORD_LINES:  # csv then says where the record broke
                 return
@@ -183,12 +308,19 @@ def _records(lines: list[str | bytes], start: int, delimiter: str) -> Iterator[t
 
 def _parse(lines: list[str | bytes], delimiter: str, codec: str, out: CsvFile) -> None:
     """Header from the first line, then every record; a broken one rejected, reading resumed after it."""
+    if _header(lines, delimiter, codec, out):
+        for _ in _parse_pages(_LineSource.of(lines), delimiter, codec, out, 0):
+            pass
+
+
+def _header(lines: list[str | bytes], delimiter: str, codec: str, out: CsvFile) -> bool:
+    """``out.header`` from the first line; False when the file is rejected whole (bad or empty header)."""
     head = lines[0] if lines else ""
     if isinstance(head, bytes):
         out.reject_file(f"line 1 (the header): {_bad_bytes(head, codec)}; fix: set encoding: (cp1252 or latin-1) "
                         "in the mapping, or re-save the file as UTF-8", _count_rows(b"".join(
                             x if isinstance(x, bytes) else x.encode() for x in lines)))
-        return
+        return False
     header_cells = next(csv.reader([head], delimiter=delimiter), []) if head.strip() else []
     if not header_cells:
         if any(isinstance(x, bytes) or x.strip() for x in lines):
@@ -196,11 +328,18 @@ def _parse(lines: list[str | bytes], delimiter: str, codec: str, out: CsvFile) -
                             sum(1 for x in lines[1:] if isinstance(x, bytes) or x.strip()))
         else:
             out.reject_file("empty file: no header and no rows; fix: export it again (with its header line)", 0)
-        return
+        return False
     out.header = _unique(header_cells, out)
+    return True
+
+
+def _parse_pages(lines: _LineSource, delimiter: str, codec: str, out: CsvFile, page_rows: int) -> Iterator[None]:
+    """Every record after the header into ``out``; yields each time ``out`` holds ``page_rows`` rows and
+    rejects (0: never), so the caller can take the page and empty ``out``. Lines before the record
+    being read are dropped from ``lines`` as it goes: memory holds a page, not the file."""
     width = len(out.header)
     i = 1
-    while i < len(lines):
+    while lines.has(i):
         line = lines[i]
         if isinstance(line, bytes):
             if line.strip():
@@ -218,6 +357,9 @@ def _parse(lines: list[str | bytes], delimiter: str, codec: str, out: CsvFile) -
                         "quoted field (\"\")", _text(lines[first - 1]))
                 resume = first  # 0-based index of the line after the broken record's first line
                 break
+            if page_rows and len(out.rows) + len(out.rejects) >= page_rows:
+                yield  # a page is full; the record in hand goes to the next one
+                lines.drop_before(first - 1)
             if not cells or (len(cells) == 1 and not cells[0].strip() and width > 1):
                 continue  # a blank line is no row
             if len(cells) != width:
@@ -233,9 +375,10 @@ def _parse(lines: list[str | bytes], delimiter: str, codec: str, out: CsvFile) -
         i = resume if resume is not None else _next_start(lines, i)
 
 
-def _next_start(lines: list[str | bytes], i: int) -> int:
+def _next_start(lines: _LineSource, i: int) -> int:
     """Where reading goes on after :func:`_records` stopped: the first undecodable line at or after ``i``."""
-    while i < len(lines) and not isinstance(lines[i], bytes):
+    i = max(i, lines.base)  # the lines before were read (decoded ones) and dropped
+    while lines.has(i) and not isinstance(lines[i], bytes):
         i += 1
     return i
 

@@ -163,6 +163,35 @@ class RowMapper:
         self.targets = targets
         self.id_field = id_field
         self.empty = {v.strip() for v in mapping.empty_values}
+        # per-mapping constants, made once: each vocabulary case-folded, each field's reader
+        self._folded = {id(r): {k.casefold(): out for k, out in r.vocabulary.items()}
+                        for r in (*mapping.fields.values(), *mapping.details.values()) if r.vocabulary is not None}
+        self._plan = [(name, self._field_reader(name, rule, targets[name])) for name, rule in mapping.fields.items()]
+
+    def _field_reader(self, name: str, rule: FieldRule, target: Target) -> Callable[[Mapping[str, Any]], Any]:
+        """``row -> value`` for one field: a fast path for a plain cell (one column, no separator or
+        vocabulary, a string cell), :meth:`value` for anything else. Both give the same value."""
+        col = rule.column
+        if rule.value is not None or not col or rule.separator is not None or rule.vocabulary is not None:
+            return lambda row: self.value(row, name, rule, target)
+        empty = self.empty
+        if target.type in ("string", "text") and not target.multiline:
+            def text(s: str) -> Any:
+                return " ".join(s.split()) or None  # one_line_text
+        elif target.type in ("string", "text"):
+            def text(s: str) -> Any:
+                return clean_text(s) or None
+        else:
+            def text(s: str) -> Any:
+                return convert(s, target, rule.formats, rule.strip, rule.decimal, rule.timezone)
+
+        def read(row: Mapping[str, Any]) -> Any:
+            v = row.get(col)
+            if v.__class__ is not str:
+                return self.value(row, name, rule, target)
+            return None if v.strip() in empty else text(v)
+
+        return read
 
     def cell(self, row: Mapping[str, Any], column: str) -> Any:
         """The cell (``a.b``: nested, :func:`lookup`); None for one of ``empty_values`` or an empty list / object."""
@@ -207,7 +236,7 @@ class RowMapper:
     def _vocab(self, row: Mapping[str, Any], name: str, rule: FieldRule, v: str) -> str:
         if rule.vocabulary is None:
             return v
-        folded = {k.casefold(): out for k, out in rule.vocabulary.items()}
+        folded = self._folded.get(id(rule)) or {k.casefold(): out for k, out in rule.vocabulary.items()}
         if v.casefold() in folded:
             return folded[v.casefold()]
         if rule.unknown == "reject":
@@ -246,8 +275,8 @@ class RowMapper:
         if rid is not None and self.m.id_clean:
             rid = _ID_CLEAN.sub("-", rid).strip("-") or None
         rec: dict[str, Any] = {self.id_field: rid}
-        for name, rule in self.m.fields.items():
-            v = self.value(row, name, rule, self.targets[name])
+        for name, read in self._plan:
+            v = read(row)
             if v is not None:
                 rec[name] = v
         if self.m.coordinates is not None:
@@ -282,19 +311,30 @@ def convert(v: Any, target: Target, formats: Sequence[str], strip: str = "", dec
     if target.type == "datetime":
         return _datetime(s.strip(), formats, timezone)
     if target.type == "date" and formats:
-        for fmt in formats:
-            try:
-                day = dt.datetime.fromisoformat(s.strip()) if fmt == "iso" else dt.datetime.strptime(s.strip(), fmt)
-            except ValueError:
-                continue
-            return day.date().isoformat()
-        return s.strip()
+        return _date(s.strip(), tuple(formats))
     if target.type in ("string", "text", "list[string]"):
         return (clean_text(s) if target.multiline else one_line_text(s)) or None
     return coerce_cell(s, target.type)
 
 
+@lru_cache(maxsize=1 << 16)
+def _date(s: str, formats: tuple[str, ...]) -> str:
+    """``s`` as an ISO date by the first format that reads it, else ``s``: cached, as an export's dates repeat."""
+    for fmt in formats:
+        try:
+            day = dt.datetime.fromisoformat(s) if fmt == "iso" else dt.datetime.strptime(s, fmt)
+        except ValueError:
+            continue
+        return day.date().isoformat()
+    return s
+
+
 def _datetime(s: str, formats: Sequence[str], timezone: str | None) -> str:
+    return _datetime_cached(s, tuple(formats), timezone)
+
+
+@lru_cache(maxsize=1 << 16)
+def _datetime_cached(s: str, formats: tuple[str, ...], timezone: str | None) -> str:
     for fmt in formats or ("iso",):
         try:
             when = dt.datetime.fromisoformat(s) if fmt == "iso" else dt.datetime.strptime(s, fmt)
