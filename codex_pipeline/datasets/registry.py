@@ -260,6 +260,7 @@ def mapped_spec(md: MappedDataset) -> DatasetSpec:
         propositions=bool(md.mapping.propositions),
         max_reject_ratio=md.mapping.max_reject_ratio,
         mapping_file=md.path,
+        iter_day=md.iter_day,  # a CSV mapping streams its days page by page (None: load_day, whole)
     )
 
 

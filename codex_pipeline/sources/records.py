@@ -275,9 +275,13 @@ def read_day(
     return records, rejects
 
 
-def dedupe_by(records: Iterable[RawRecord], key: Callable[[RawRecord], str], label: str) -> tuple[list[RawRecord], list[Reject]]:
-    """Keep the first record per key; later duplicates become rejects naming the first, not dropped."""
-    seen: dict[str, str] = {}
+def dedupe_by(records: Iterable[RawRecord], key: Callable[[RawRecord], str], label: str,
+              seen: dict[str, str] | None = None) -> tuple[list[RawRecord], list[Reject]]:
+    """Keep the first record per key; later duplicates become rejects naming the first, not dropped.
+
+    ``seen`` (key -> where it was first met) carries the keys of earlier pages of a streamed day.
+    """
+    seen = {} if seen is None else seen
     keep, rejects = [], []
     for r in records:
         k = key(r)

@@ -9,13 +9,13 @@ free text (one ``record_view`` chunk per row).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from codex_pipeline.core.documents import LoadResult, Reject
+from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
 from codex_pipeline.sources.events import EVENT_RULES, EVENT_SCHEMA, render_event
 from codex_pipeline.sources.mapping.reader import (
     SUFFIXES,
@@ -30,7 +30,7 @@ from codex_pipeline.sources.mapping.schema import MappingError, SourceMapping, l
 from codex_pipeline.sources.permits import (
     PERMIT_RULES,
     check_permit_mapping,
-    mapped_permit_reader,
+    permit_builder,
     permit_title,
     render_permit,
 )
@@ -124,22 +124,25 @@ class KindParts:
     render: Callable[[Mapping[str, Any]], Rendering | str]
     title: Callable[[Mapping[str, Any]], str | None]
     columns: dict[str, str]  # target field -> export column(s), for reject reasons
+    build: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None  # one row -> one record (the reader's)
 
 
 def kind_parts(m: SourceMapping, dataset: str) -> KindParts:
     """The reader, rules and rendering of the mapping's kind (``record`` for any but permit and event)."""
     if m.kind == "permit":
-        return KindParts(mapped_permit_reader(m), PERMIT_RULES, render_permit, permit_title,
-                         field_columns(m, "permit_number"))
+        build = permit_builder(m)
+        return KindParts(mapped_reader(m, build), PERMIT_RULES, render_permit, permit_title,
+                         field_columns(m, "permit_number"), build)
     if m.kind == "event":
-        return KindParts(mapped_reader(m, RowMapper(m, EVENT_TARGETS, "event_id").record), EVENT_RULES, render_event,
-                         lambda e: one_line_text(e["title"]), field_columns(m, "event_id"))
+        build = RowMapper(m, EVENT_TARGETS, "event_id").record
+        return KindParts(mapped_reader(m, build), EVENT_RULES, render_event,
+                         lambda e: one_line_text(e["title"]), field_columns(m, "event_id"), build)
     fields = record_fields(m)
     targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text")) for f in fields if f.name in m.fields}
     mapper = RowMapper(m, targets, RECORD_ID_FIELD)
     return KindParts(mapped_reader(m, mapper.record), RecordRules(RecordSchema(dataset, RECORD_ID_FIELD, fields)),
                      lambda r: render_kv_view(_heading(m, r), r, fields), partial(_heading, m),
-                     field_columns(m, RECORD_ID_FIELD))
+                     field_columns(m, RECORD_ID_FIELD), mapper.record)
 
 
 def load_mapped_day(m: SourceMapping, dataset: str, day_dir: Path) -> LoadResult:
@@ -168,6 +171,22 @@ class MappedDataset:
     def load_day(self) -> Callable[[Path], LoadResult]:
         """The registry's day loader: :func:`load_mapped_day` with this mapping."""
         return partial(load_mapped_day, self.mapping, self.mapping.dataset)
+
+    @property
+    def streams(self) -> bool:
+        """Whether a day is read page by page (:mod:`~codex_pipeline.sources.mapping.stream`): a CSV export
+        whose rows are each final where they stand. A mapping whose later rows update or merge into
+        earlier ones (``duplicates: last`` / ``merge``) must see the whole file, so it is loaded whole."""
+        return self.mapping.format == "csv" and getattr(self.mapping, "duplicates", None) not in ("last", "merge")
+
+    @property
+    def iter_day(self) -> Callable[[Path, list[Reject]], Iterator[SourceDocument]] | None:
+        """The registry's streaming day reader when :attr:`streams`, else None (:attr:`load_day` is used)."""
+        if not self.streams:
+            return None
+        from codex_pipeline.sources.mapping.stream import iter_mapped_day
+
+        return partial(iter_mapped_day, kind_parts(self.mapping, self.name), self.mapping, self.name)
 
     @property
     def description(self) -> str:

@@ -438,14 +438,20 @@ def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path]
         if problem:
             every = f" (all {len(rows)} rows of the file rejected with it)" if len(rows) > 1 else ""
             return [], rejects + [Reject(rel, problem + every, rows=len(rows))]
-        records = []
-        for row, ref in zip(rows, refs):
-            try:
-                records.append(RawRecord(rel, ref, build(row)))
-            except RowProblem as exc:
-                rid = row.get(mapping.id)
-                rejects.append(Reject(rel, str(exc), ref + (f", {mapping.id}={rid!r}" if isinstance(rid, str) else ""),
-                                      short_repr(row, 300)))
-        return records, rejects
+        return build_records(mapping, build, rel, rows, refs, rejects), rejects
 
     return read
+
+
+def build_records(mapping: SourceMapping, build: Build, rel: str, rows: Sequence[Mapping[str, Any]],
+                  refs: Sequence[str], rejects: list[Reject]) -> list[RawRecord]:
+    """``build(row)`` per row as a record of file ``rel``; a row the mapping refuses is appended to ``rejects``."""
+    records = []
+    for row, ref in zip(rows, refs):
+        try:
+            records.append(RawRecord(rel, ref, build(row)))
+        except RowProblem as exc:
+            rid = row.get(mapping.id)
+            rejects.append(Reject(rel, str(exc), ref + (f", {mapping.id}={rid!r}" if isinstance(rid, str) else ""),
+                                  short_repr(row, 300)))
+    return records

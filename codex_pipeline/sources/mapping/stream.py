@@ -1,0 +1,80 @@
+"""A mapped CSV day read page by page: memory holds a page of rows, not the file.
+
+The raw step consumes a dataset's ``iter_day`` as a stream of documents and writes them in
+bounded row groups; this is that stream for a mapped export. Each landing file is read in
+pages (:func:`~codex_pipeline.sources.csv_rows.iter_csv_pages`: the same rows, refs and
+rejects as reading it whole), and each page is built, validated, de-duplicated and rendered
+before the next is read. What stays for the whole day is the ids seen so far (to reject a
+later duplicate naming the first), a few dozen bytes per row.
+
+Only for mappings whose rows are each final where they stand
+(:attr:`~codex_pipeline.sources.mapping.kinds.MappedDataset.streams`): a mapping whose later
+rows update or merge into earlier ones is loaded whole by ``load_day``.
+
+What differs from ``load_day``: the order of rejects (a page's come before the next page's
+documents are built, instead of all read rejects first); the documents, their order and the
+set of rejects are the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codex_pipeline.core.documents import Reject, SourceDocument
+from codex_pipeline.sources.csv_rows import PAGE_ROWS, iter_csv_pages
+from codex_pipeline.sources.files import landing_files
+from codex_pipeline.sources.mapping.reader import SUFFIXES, build_records, header_problem, name_columns
+from codex_pipeline.sources.mapping.schema import SourceMapping
+from codex_pipeline.sources.records import RawRecord, dedupe_by
+from codex_pipeline.sources.structured import build_documents
+from codex_pipeline.sources.tally import count_rows
+
+if TYPE_CHECKING:
+    from codex_pipeline.sources.mapping.kinds import KindParts
+
+
+def read_pages(mapping: SourceMapping, build: Callable[[Mapping[str, Any]], dict[str, Any]], path: Path,
+               day_dir: Path, page_rows: int = PAGE_ROWS) -> Iterator[tuple[list[RawRecord], list[Reject]]]:
+    """``(records, rejects)`` a page at a time: what :func:`~codex_pipeline.sources.mapping.reader.mapped_reader`
+    returns for the file, split in pages. A header that does not fit the mapping rejects every row
+    (one reject at the end, standing for them all); the file's row count goes to the tally at the end."""
+    rel = path.relative_to(day_dir).as_posix()
+    read = refused = 0
+    problem: str | None = None
+    for page in iter_csv_pages(path, day_dir, mapping.delimiter, mapping.encoding, page_rows):
+        read += page.rows_read
+        if page.rows and problem is None and not refused:
+            problem = header_problem(mapping, page.header)
+        if problem is not None:
+            refused += len(page.rows)
+            yield [], page.rejects
+            continue
+        rejects = list(page.rejects)
+        yield build_records(mapping, build, rel, page.rows, page.refs, rejects), rejects
+    count_rows(rel, read)
+    if problem is not None and refused:
+        every = f" (all {refused} rows of the file rejected with it)" if refused > 1 else ""
+        yield [], [Reject(rel, problem + every, rows=refused)]
+
+
+def iter_mapped_day(parts: KindParts, mapping: SourceMapping, dataset: str, day_dir: Path,
+                    rejects: list[Reject], page_rows: int = PAGE_ROWS) -> Iterator[SourceDocument]:
+    """The day's documents, a page at a time; every reject appended to ``rejects`` as it is found."""
+    assert parts.build is not None, "a streamed kind has a row builder"
+    suffix = SUFFIXES[mapping.format]
+    id_field = parts.rules.schema.id_field
+    seen: dict[str, str] = {}  # record id -> where first met: later pages' duplicates name it
+    for path in landing_files(day_dir):
+        if path.suffix.lower() != suffix:
+            rejects.append(Reject(path.relative_to(day_dir).as_posix(),
+                                  f"unsupported file type {path.suffix or '(none)'!r}; expected one of {[suffix]}"))
+            continue
+        for records, bad in read_pages(mapping, parts.build, path, day_dir, page_rows):
+            valid, invalid = parts.rules.validate(records)
+            keep, dups = dedupe_by(valid, lambda r: str(r.data[id_field]), "record id", seen)
+            out = build_documents(dataset, [(str(r.data[id_field]), r) for r in keep], parts.render, parts.title)
+            rejects.extend(name_columns(bad + invalid + dups, parts.columns))
+            rejects.extend(out.rejects)
+            yield from out.documents
