@@ -77,8 +77,12 @@ def _never(v: Any) -> bool:
     return False
 
 
+def _is_text(v: Any) -> bool:
+    return v.__class__ is str and v != ""
+
+
 _FAST_TYPE: dict[str, Callable[[Any], bool]] = {  # True only where TYPE_CHECKS[type] surely passes a present value
-    "string": lambda v: v.__class__ is str and v != "",
+    "string": _is_text,
     "integer": lambda v: v.__class__ is int,
     "number": lambda v: v.__class__ is int or (v.__class__ is float and v == v),
 }
@@ -139,23 +143,24 @@ class RecordSchema:
         return pa.DataFrameSchema(columns, strict=False, coerce=False)
 
     @functools.cached_property
-    def column_checks(self) -> tuple[tuple[str, str, Callable[[Any], bool], Callable[[Any], bool]], ...]:
-        """``(field, check name, predicate, fast)`` per check, made once per schema.
+    def column_checks(self) -> tuple[tuple[str, str, Callable[[Any], bool], Callable[[Any], bool], bool], ...]:
+        """``(field, check name, predicate, fast, optional)`` per check, made once per schema.
 
         The same checks :meth:`pandera_schema` declares, kept as plain predicates so that
         :meth:`validate` runs them column by column without building a DataFrame (pandera's
         element-wise checks went through ``Series.map``: most of a mapped day's ingest time).
         ``fast``: a cheap test that the value passes (a non-empty ``str`` for a string field, an
-        ``int`` for an integer), so the usual cell never calls the full check.
+        ``int`` for an integer), so the usual cell never calls the full check; ``optional``: a missing
+        value passes (the check is not ``required``).
         """
-        out: list[tuple[str, str, Callable[[Any], bool], Callable[[Any], bool]]] = []
+        out: list[tuple[str, str, Callable[[Any], bool], Callable[[Any], bool], bool]] = []
         for f in self.fields:
             out.append((f.name, f"{'required ' if f.required else ''}{f.type}",
-                        _present_and(TYPE_CHECKS[f.type], f.required), _FAST_TYPE.get(f.type, _never)))
+                        _present_and(TYPE_CHECKS[f.type], f.required), _FAST_TYPE.get(f.type, _never), not f.required))
             if f.rule:
                 typed, rule = TYPE_CHECKS[f.type], f.rule[1]
                 out.append((f.name, f.rule[0],
-                            _present_and(lambda v, typed=typed, rule=rule: not typed(v) or rule(v), False), _never))  # type: ignore[misc]
+                            _present_and(lambda v, typed=typed, rule=rule: not typed(v) or rule(v), False), _never, True))  # type: ignore[misc]
         return tuple(out)
 
     def validate(self, records: list[RawRecord]) -> tuple[list[RawRecord], list[Reject]]:
@@ -169,11 +174,15 @@ class RecordSchema:
         known = frozenset(f.name for f in self.fields)
         datas = [r.data for r in records]
         problems: dict[int, list[str]] = {}
-        for name, check_name, check, fast in self.column_checks:
-            for i, d in enumerate(datas):
-                v = d.get(name)
-                if not (fast(v) or check(v)):
-                    problems.setdefault(i, []).append(f"field {name!r} fails {check_name!r} (got {short_repr(v)})")
+        for name, check_name, check, fast, optional in self.column_checks:  # optional: None passes
+            values = [d.get(name) for d in datas]
+            if fast is _is_text:
+                bad = [i for i, v in enumerate(values)
+                       if not ((v.__class__ is str and v) or (v is None and optional) or check(v))]
+            else:
+                bad = [i for i, v in enumerate(values) if not ((v is None and optional) or fast(v) or check(v))]
+            for i in bad:
+                problems.setdefault(i, []).append(f"field {name!r} fails {check_name!r} (got {short_repr(values[i])})")
         if not self.extra_fields_allowed:
             for i, d in enumerate(datas):
                 if not d.keys() <= known:
