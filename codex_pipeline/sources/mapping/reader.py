@@ -181,6 +181,11 @@ class RowMapper:
         elif target.type in ("string", "text"):
             def text(s: str) -> Any:
                 return clean_text(s) or None
+        elif target.type in ("integer", "number", "boolean") and not rule.strip and rule.decimal == ".":
+            kind = target.type
+
+            def text(s: str) -> Any:
+                return coerce_cell(s, kind)  # what convert does with a plain cell of these types
         else:
             def text(s: str) -> Any:
                 return convert(s, target, rule.formats, rule.strip, rule.decimal, rule.timezone)
@@ -352,7 +357,7 @@ def scope_items(cell: str | None, rule: ScopeRule) -> tuple[str | None, list[dic
     """(lead text, scope sections) of one cell, per the rule's mode (see :class:`ScopeRule`)."""
     if cell is None or not cell.strip():
         return cell, []
-    codes = {k.upper(): v for k, v in rule.codes.items()}
+    codes = _upper_codes(rule)
     if rule.mode == "bullets":
         lead, *rest = cell.split(rule.separator)
         items = [clean_text(p) for p in rest if p.strip()]
@@ -369,6 +374,17 @@ def scope_items(cell: str | None, rule: ScopeRule) -> tuple[str | None, list[dic
         name = codes.get(item.upper())
         out.append({"title": name, "code": item} if name else {"title": one_line_text(item)})
     return cell, out
+
+
+_CODES: dict[int, tuple[ScopeRule, dict[str, str]]] = {}
+
+
+def _upper_codes(rule: ScopeRule) -> dict[str, str]:
+    """The rule's codes keyed upper-case, made once per rule (a rule is a mapping constant)."""
+    got = _CODES.get(id(rule))
+    if got is None or got[0] is not rule:
+        got = _CODES[id(rule)] = (rule, {k.upper(): v for k, v in rule.codes.items()})
+    return got[1]
 
 
 def short_title(text: str, limit: int = 80) -> str:
