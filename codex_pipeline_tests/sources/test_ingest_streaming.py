@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.csv_rows import CsvFile, iter_csv_pages, read_csv_file
 from codex_pipeline.sources.mapping.kinds import kind_parts, load_mapped_dataset
-from codex_pipeline.sources.mapping.stream import iter_mapped_day
+from codex_pipeline.sources.mapping.stream import FirstSeen, iter_mapped_day
+from codex_pipeline.sources.records import RawRecord, dedupe_by
 from codex_pipeline.sources.tally import counting_rows
 
 HEADER = ["id", "status", "desc"]
@@ -195,3 +196,20 @@ def test_a_file_over_64_mib_lands_every_row(tmp_path: Path) -> None:
         rejects += len(page.rejects)
         last = page.refs[-1] if page.refs else last
     assert rows == n and rejects == 0 and pages >= n // 5000 and last == f"row {n + 1}"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a.csv", "b/c.csv"]), st.sampled_from(["row 2", "row 70000", "line 3", "row x"]),
+                          st.sampled_from(["R1", "R2", "R3", "7"])), max_size=30), st.integers(1, 5))
+def test_first_seen_finds_what_dedupe_by_finds(items: list[tuple[str, str, str]], page: int) -> None:
+    """Across pages, :class:`FirstSeen` keeps and rejects what one ``dedupe_by`` over the day does."""
+    records = [RawRecord(f, ref, {"id": rid}) for f, ref, rid in items]
+    want = dedupe_by(records, lambda r: str(r.data["id"]), "record id")
+    seen = FirstSeen()
+    keep: list[RawRecord] = []
+    rejects: list[Reject] = []
+    for i in range(0, len(records), page):
+        k, r = seen.dedupe(records[i:i + page], "id")
+        keep += k
+        rejects += r
+    assert (keep, rejects) == want
