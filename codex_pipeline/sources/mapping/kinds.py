@@ -27,6 +27,7 @@ from codex_pipeline.sources.mapping.reader import (
     name_columns,
 )
 from codex_pipeline.sources.mapping.schema import MappingError, SourceMapping, load_mapping, mapping_digest, with_line
+from codex_pipeline.sources.mapping.stream import iter_mapped_day
 from codex_pipeline.sources.permits import (
     PERMIT_RULES,
     check_permit_mapping,
@@ -184,8 +185,6 @@ class MappedDataset:
         """The registry's streaming day reader when :attr:`streams`, else None (:attr:`load_day` is used)."""
         if not self.streams:
             return None
-        from codex_pipeline.sources.mapping.stream import iter_mapped_day
-
         return partial(iter_mapped_day, kind_parts(self.mapping, self.name), self.mapping, self.name)
 
     @property

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from codex_pipeline.core.documents import Reject, SourceDocument
 from codex_pipeline.sources.csv_rows import PAGE_ROWS, iter_csv_pages
@@ -28,11 +28,32 @@ from codex_pipeline.sources.files import landing_files
 from codex_pipeline.sources.mapping.reader import SUFFIXES, build_records, header_problem, name_columns
 from codex_pipeline.sources.mapping.schema import SourceMapping
 from codex_pipeline.sources.records import RawRecord
-from codex_pipeline.sources.structured import build_documents
+from codex_pipeline.sources.structured import RecordRules, Rendering, build_documents
 from codex_pipeline.sources.tally import count_rows
 
-if TYPE_CHECKING:
-    from codex_pipeline.sources.mapping.kinds import KindParts
+
+class KindParts(Protocol):
+    """What a day's stream takes of a kind: :class:`~codex_pipeline.sources.mapping.kinds.KindParts`."""
+
+    @property
+    def build(self) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
+        """One row -> one record."""
+
+    @property
+    def rules(self) -> RecordRules:
+        """The kind's record rules."""
+
+    @property
+    def render(self) -> Callable[[Mapping[str, Any]], Rendering | str]:
+        """A record's canonical text."""
+
+    @property
+    def title(self) -> Callable[[Mapping[str, Any]], str | None]:
+        """A record's document title."""
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """Target field -> export column(s), for reject reasons."""
 
 
 def read_pages(mapping: SourceMapping, build: Callable[[Mapping[str, Any]], dict[str, Any]], path: Path,
