@@ -125,6 +125,10 @@ def _physical_lines(data: bytes, encoding: str, out: CsvFile) -> list[str | byte
     return lines + ([parts[-1]] if parts[-1] else [])
 
 
+DROP_LINES = 4096
+"""Parsed lines a :class:`_LineSource` gathers before it drops them."""
+
+
 class _LineSource:
     """A file's physical lines by 0-based index, read block by block as the parser asks for them.
 
@@ -157,8 +161,8 @@ class _LineSource:
         return self.buf[i - self.base]
 
     def drop_before(self, i: int) -> None:
-        """Forget the lines before ``i`` (at most once per 4,096 of them: a list's prefix delete copies the rest)."""
-        if i - self.base >= 4096:
+        """Forget the lines before ``i`` (once :data:`DROP_LINES` of them: a list's prefix delete copies the rest)."""
+        if i - self.base >= DROP_LINES:
             del self.buf[:i - self.base]
             self.base = i
 
