@@ -155,6 +155,10 @@ def check_crs(crs: str, with_proj: bool = False) -> str | None:
     return None
 
 
+_PLAIN_KEYS = frozenset({"column", "type", "formats", "strip", "decimal", "timezone"})
+"""The keys of a field rule :meth:`RowMapper._field_reader` reads on its fast path (they only shape :func:`convert`)."""
+
+
 class RowMapper:
     """One export row -> one record of the kind's fields (``targets``: field -> :class:`Target`)."""
 
@@ -169,10 +173,11 @@ class RowMapper:
         self._plan = [(name, self._field_reader(name, rule, targets[name])) for name, rule in mapping.fields.items()]
 
     def _field_reader(self, name: str, rule: FieldRule, target: Target) -> Callable[[Mapping[str, Any]], Any]:
-        """``row -> value`` for one field: a fast path for a plain cell (one column, no separator or
-        vocabulary, a string cell), :meth:`value` for anything else. Both give the same value."""
+        """``row -> value`` for one field: a fast path for a plain cell (a rule setting no key but
+        :data:`_PLAIN_KEYS`, a string cell), :meth:`value` for anything else. Both give the same value.
+        A key added to :class:`FieldRule` later takes the :meth:`value` path until it is listed there."""
         col = rule.column
-        if rule.value is not None or not col or rule.separator is not None or rule.vocabulary is not None:
+        if not col or not rule.model_fields_set <= _PLAIN_KEYS:
             return lambda row: self.value(row, name, rule, target)
         empty = self.empty
         if target.type in ("string", "text") and not target.multiline:
