@@ -54,6 +54,7 @@ from codex_pipeline.core.ids import make_chunk_id, make_doc_id
 from codex_pipeline.embeddings import embeddings_schema
 from codex_pipeline.pipeline.embeddings_day import UNITS_TABLE, units_of
 from codex_pipeline.warehouse.current import ensure_index, landed_from_raw, update_index
+from codex_pipeline.warehouse.step_settings import StepSettings, size_bytes
 from codex_pipeline.warehouse.storage import Warehouse
 
 DATASET = "permit_signals"
@@ -234,9 +235,9 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     from codex_pipeline.embeddings import make_embedder
     from codex_pipeline.retrieval import update_dataset_index
 
-    wh = Warehouse(args.data_dir)
+    wh = Warehouse(args.data_dir, StepSettings(build_memory_limit=args.build_memory))
     embedder = make_embedder("local")
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"build_memory_limit": size_bytes(wh.steps.build_memory()) / 2**20}
     synth = Synth(args.seed + 1, args.chunks, args.relanded, embedder.model, embedder.version)
     synth.next_record = json.loads((Path(args.data_dir) / MARKER).read_text())["next_record"]
     t0 = time.perf_counter()
@@ -316,6 +317,7 @@ def _run(phase: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--phase", phase, "--data-dir", str(args.data_dir),
            "--partitions", str(args.partitions), "--chunks", str(args.chunks), "--queries", str(args.queries),
            "--relanded", str(args.relanded), "--seed", str(args.seed)]
+    cmd += ["--build-memory", args.build_memory] if args.build_memory else []
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"bench_search: the {phase} phase failed:\n{proc.stderr[-4000:]}")
@@ -332,6 +334,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--keep", action="store_true", help="keep the data directory")
+    p.add_argument("--build-memory", default=None,
+                   help="the build's DuckDB memory limit (CODEX_BUILD_MEMORY_LIMIT; default: a share of the machine)")
     p.add_argument("--search-only", action="store_true",
                    help="measure the search process only, on the index a --keep'd --data-dir already holds")
     p.add_argument("--phase", choices=["synth", "build", "search"], default=None, help=argparse.SUPPRESS)
@@ -352,6 +356,7 @@ def main() -> None:
             shutil.rmtree(args.data_dir, ignore_errors=True)
     if synth is not None and build is not None:
         print(f"synthesize: {synth['synthesize_s']:.1f} s")
+        print(f"build memory limit: {build['build_memory_limit']:.0f} MiB")
         print(f"index build (current corpus {int(build['indexed_chunks'])} chunks, {int(build['indexed_vectors'])} vectors, "
               f"{int(build['indexed_units'])} unit vectors): {build['build_s']:.1f} s, peak RSS {build['build_peak_rss_mb']:.0f} MB, "
               f"index files {build['build_files_mb']:.0f} MB")
