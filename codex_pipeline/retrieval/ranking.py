@@ -128,8 +128,18 @@ def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_we
             for key, held in ranks.items():
                 if kind not in held:
                     scored[key] += weights[kind] * own.get(key, floor.get(key[0], 0.0))
-    ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
+    lexical = {(name, row): score for score, name, row in ordered_lists.get("bm25", ())}
+    ordered = sorted(scored, key=lambda key: _tie_order(key, scored[key], ranks[key], lexical, want, len(lists)))
     return [Ranked(name, row, scored[(name, row)], ranks[(name, row)]) for name, row in ordered]
+
+
+def _tie_order(key: tuple[str, int], score: float, ranks: Mapping[str, int], lexical: Mapping[tuple[str, int], float],
+               want: int, lists: int) -> tuple[float, int, float, str, int]:
+    """Best first; rows of equal fused score by their ranks in both lists (a list that missed a row counts
+    ``want + 1``), then the lexical score (the question's own words), and only then by name and row, so
+    that which of two equal rows wins never depends on where a build happened to put them."""
+    rank_sum = sum(ranks.values()) + (want + 1) * (lists - len(ranks))
+    return (-score, rank_sum, -lexical.get(key, 0.0), key[0], key[1])
 
 
 def _floors(cands: list[Scored], want: int) -> dict[str, float]:
