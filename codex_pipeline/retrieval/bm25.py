@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 K1 = 1.5
 B = 0.75
 TERMS_FILE = "terms.json"
+PHRASE_ROWS = 1_000
+"""Rows holding every word of a phrase whose term lists are read to find it in order: an engineering bound
+(a phrase of only the commonest words is matched in the first rows that hold them all)."""
 REUSE_BATCH_ROWS = 65_536
 """Reused rows copied at a time (their positions are int64 per term: all at once, GBs at a year of partitions)."""
 
@@ -214,6 +217,26 @@ class Bm25:
         return out
 
 
+    def rows_holding(self, sequence: Sequence[str]) -> np.ndarray:
+        """Rows whose stored words hold ``sequence`` in order and side by side: the rows every word's column
+        holds (the rarest first), then each one's term list (of the first :data:`PHRASE_ROWS`) read and matched."""
+        ids = [self.vocab.get(t) for t in sequence]
+        if not ids or any(j is None or j + 1 >= len(self.indptr) for j in ids):
+            return np.empty(0, np.int64)
+        rows: np.ndarray | None = None
+        for j in sorted({j for j in ids if j is not None}, key=lambda j: int(self.indptr[j + 1] - self.indptr[j])):
+            held = self._indices.read(int(self.indptr[j]), int(self.indptr[j + 1]))
+            rows = held if rows is None else np.intersect1d(rows, held, assume_unique=True)
+            if not len(rows):
+                return np.empty(0, np.int64)
+        assert rows is not None
+        term_ids = np.load(self.folder / "term_ids.npy", mmap_mode="r")
+        offsets = np.load(self.folder / "offsets.npy", mmap_mode="r")
+        want = np.asarray(ids, np.int32)
+        found = [r for r in np.sort(rows)[:PHRASE_ROWS].tolist()
+                 if _holds_run(np.asarray(term_ids[offsets[r]:offsets[r + 1]]), want)]
+        return np.asarray(found, np.int64)
+
     def coverage(self, terms: Sequence[str], row: int) -> float:
         """The IDF-weighted share of the distinct ``terms`` that ``row`` holds (0..1): how fully the row matches
         the query's words, rare ones counting most (``log(1 + N / df)``; a term no row of this dataset holds, e.g. one
@@ -227,6 +250,14 @@ class Bm25:
             if e > s and bool(np.any(self._indices.read(s, e) == row)):
                 held += idf
         return held / total if total else 0.0
+
+
+def _holds_run(terms: np.ndarray, run: np.ndarray) -> bool:
+    """Whether ``run`` occurs in ``terms`` as consecutive items."""
+    if len(terms) < len(run):
+        return False
+    windows = np.lib.stride_tricks.sliding_window_view(terms, len(run))
+    return bool((windows == run).all(axis=1).any())
 
 
 class _NpyColumn:

@@ -323,6 +323,19 @@ class SearchIndex:
         """How fully ``row`` holds the query's words (:meth:`Bm25.coverage`; 0 without a BM25 index)."""
         return self.bm25.coverage(terms, row) if self.bm25 is not None and terms else 0.0
 
+    def phrase_rows(self, sequence: Sequence[str], mask: np.ndarray | None, accept: RowCheck) -> list[int]:
+        """Rows holding ``sequence`` as a phrase (:meth:`Bm25.rows_holding`) that pass ``mask`` and ``accept``."""
+        if self.bm25 is None or not sequence:
+            return []
+        return [r for r in self.bm25.rows_holding(sequence).tolist() if (mask is None or mask[r]) and accept(r)]
+
+    def bm25_scores(self, terms: list[str], rows: Sequence[int]) -> list[float]:
+        """The BM25 score of each of ``rows`` for ``terms`` (0 without a BM25 index)."""
+        if self.bm25 is None or not terms or not rows:
+            return [0.0] * len(rows)
+        scores = self.bm25.scores(terms)
+        return [float(scores[r]) for r in rows]
+
     def bm25_candidates(
         self, terms: list[str], limit: int, mask: np.ndarray | None, accept: RowCheck
     ) -> list[Candidate]:
