@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from codex_pipeline.retrieval import Retriever
+from codex_pipeline.retrieval import Retriever, bm25
 from codex_pipeline.retrieval.lexical import phrase_terms
 from codex_pipeline.retrieval.settings import DEFAULT
 from codex_pipeline.warehouse.storage import Warehouse
@@ -67,3 +70,16 @@ def test_phrase_terms_are_the_indexed_words_in_order() -> None:
     assert phrase_terms("elm street closed", 6) == ()  # too short to be a pasted sentence
     assert phrase_terms('"the"', 2) == ()  # a quoted stopword is no phrase
     assert len(phrase_terms(SENTENCE, 6)) >= 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), max_size=12), min_size=1, max_size=25), st.lists(st.integers(0, 6), min_size=1, max_size=4))
+def test_rows_holding_a_phrase_are_exactly_those_with_its_words_side_by_side(rows: list[list[int]], phrase: list[int]) -> None:
+    """Against a plain scan: row boundaries never join two rows' words into one run; word 6 is held by no row."""
+    vocabulary = [f"w{i}" for i in range(6)]
+    table = bm25.TermTable.build(((i, [vocabulary[t] for t in r]) for i, r in enumerate(rows)), len(rows))
+    with tempfile.TemporaryDirectory() as folder:
+        bm25.save(Path(folder), table, bm25.score_matrix(table))
+        got = bm25.Bm25(Path(folder)).rows_holding([f"w{t}" for t in phrase]).tolist()
+    n = len(phrase)
+    assert got == [i for i, r in enumerate(rows) if any(r[at:at + n] == phrase for at in range(len(r) - n + 1))]
