@@ -34,7 +34,6 @@ from codex_pipeline.retrieval.index_format import (
     BATCH_ROWS_KEY,
     BM25_DIR,
     DOCS_FILE,
-    EXPANSION_SEARCH,
     FORMAT_VERSION,
     MANIFEST_FILE,
     NUM_ROWS_KEY,
@@ -47,6 +46,7 @@ from codex_pipeline.retrieval.index_format import (
     IndexManifest,
     _live_dir,
     analyzer_id,
+    expansion_search,
 )
 from codex_pipeline.retrieval.index_source import chunk_keys
 from codex_pipeline.retrieval.types import Filters
@@ -243,7 +243,7 @@ class SearchIndex:
         vec = folder / VECTORS_FILE
         self.graph = Index.restore(str(vec), view=True) if vec.exists() else None
         if self.graph is not None:
-            self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # not saved with the file
+            self.graph.expansion_search = expansion_search(len(self.graph))  # type: ignore[misc]  # not saved with the file
         self._has_vector = self.rows.has_vector
         have_units = (folder / UNITS_FILE).exists()
         self.units = _NpyRows(folder / UNITS_FILE) if have_units else None  # read per hit, never mapped
