@@ -78,7 +78,8 @@ def render_page(m: SourceMapping, path: Path, chunker_revision: str, source_vers
         lines.append(f"| {_c(m.conditions.column)} | `conditions` | one condition per part, split at {_c(m.conditions.separator)} |")
     if m.coordinates is not None:
         c = m.coordinates
-        lines.append(f"| {_c(c.x)}, {_c(c.y)} | `longitude`, `latitude` | {c.crs} → WGS 84 |")
+        cols = _c(c.point) + " (point)" if c.point else f"{_c(str(c.x))}, {_c(str(c.y))}"
+        lines.append(f"| {cols} | `longitude`, `latitude` | {c.crs} → WGS 84 |")
     lines += [f"| {_c(col)} | dropped | – |" for col in m.drop]
     empties = ", ".join(_c(v) for v in m.empty_values)
     lines += ["", f"Cells meaning no value: {empties}. "
