@@ -45,10 +45,11 @@ def order_value(rule: OrderRule, cell: Any) -> Any:
     s = str(cell).strip()
     if rule.type == "string":
         return s
-    if rule.type == "integer":
-        return int(s)
-    if rule.type == "number":
-        return float(s)
+    if rule.type in ("integer", "number"):
+        try:
+            return int(s) if rule.type == "integer" else float(s)
+        except ValueError:
+            raise ValueError(f"{s!r} is not a{'n' if rule.type == 'integer' else ''} {rule.type}") from None
     for fmt in rule.formats or ("iso",):
         try:
             when = parse_when(s, fmt)
