@@ -79,7 +79,7 @@ def print_report(r: CheckReport, max_rejects: int) -> None:
           + (f", {r.merged} merged" if r.merged else "") + (f", {r.filtered} filtered" if r.filtered else ""))
     for o in r.first_rows:
         if o.reject is not None:
-            print(f"\n{o.ref}: REJECTED: {o.reject}")
+            print(f"\n{o.ref}: {'' if o.reject.startswith('merged into') else 'REJECTED: '}{o.reject}")
         else:
             print(f"\n{o.ref}: lands as")
             print("  " + (o.text or "").replace("\n", "\n  "))

@@ -326,3 +326,21 @@ def test_check_reports_merged_filtered_and_notes(tmp_path: Path) -> None:
     assert report["notes"] == [{"ref": "row 3", "note": "optional field 'cost' (column 'Cost') fails 'number' "
                                                         "(got 'five'); nulled, the row kept"}]
     assert report["first_rows"][0]["reject"].startswith("merged into a later row")
+
+
+def test_check_text_report_and_the_dataset_page_name_the_features(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from codex_pipeline.cli.app import main
+    from codex_pipeline.sources.mapping.page import render_page
+
+    body = (DUPS % ("merge", ", union: [address]")) + "filters: [{column: Status, not_in: [void]}]\n"
+    md = _dataset(tmp_path, body)
+    f = tmp_path / "x.csv"
+    f.write_text("Permit,Status,Address,Note,Seq\nP-1,open,1 Main,,1\nP-1,closed,2 Main,,2\nP-2,void,3 Main,,1\n")
+    assert main(["sources", "check", str(f), "-m", str(md.path)]) == 0
+    text = capsys.readouterr().out
+    assert "rows: 3 read, 1 would land, 0 rejected, 1 merged, 1 filtered" in text
+    assert "row 2: merged into a later row" in text
+    page = render_page(md.mapping, md.path, "r1", "1+abc")
+    assert "| `Status` | filter |" in page and "| `Permit` | duplicates | merge: latest by `Seq`, union of address |" in page
+    blocks = render_page(_dataset(tmp_path, BLOCK).mapping, md.path, "r1", "1+abc")
+    assert "| `CONTRACTOR_{n}_{part}` | `contractors` | blocks 1–3, one object (name, type) per block with a value" in blocks
