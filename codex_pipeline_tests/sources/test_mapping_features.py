@@ -344,3 +344,32 @@ def test_check_text_report_and_the_dataset_page_name_the_features(tmp_path: Path
     assert "| `Status` | filter |" in page and "| `Permit` | duplicates | merge: latest by `Seq`, union of address |" in page
     blocks = render_page(_dataset(tmp_path, BLOCK).mapping, md.path, "r1", "1+abc")
     assert "| `CONTRACTOR_{n}_{part}` | `contractors` | blocks 1–3, one object (name, type) per block with a value" in blocks
+
+
+def test_an_optional_value_that_breaks_the_kinds_rule_is_noted_too(tmp_path: Path) -> None:
+    p = tmp_path / "m.yaml"
+    p.write_text("""codex_mapping: 1
+dataset: town_permits
+kind: permit
+title: Town permit
+id: No
+fields:
+  jurisdiction: {value: Town}
+  status: Status
+  permit_type: {value: Building}
+  applied_date: Applied
+  address: Address
+  estimated_cost: {column: Cost, strip: "$,", optional: true}
+""")
+    md = load_mapped_dataset(p)
+    d = tmp_path / "day"
+    d.mkdir()
+    (d / "a.csv").write_text("No,Status,Applied,Address,Cost\nBP-1,Issued,2026-01-02,1 Main St,\"$1,250\"\n"
+                             "BP-2,Issued,2026-01-03,2 Main St,-5\nBP-3,Issued,2026-01-04,3 Main St,call us\n")
+    res = md.load_day(d)
+    docs = {x.record_id: x.payload for x in res.documents}
+    assert docs["BP-1"]["estimated_cost"] == 1250 and "estimated_cost" not in docs["BP-2"] and len(docs) == 3
+    notes = {r.record_ref: r.reason for r in res.rejects}
+    assert set(notes) == {"row 3", "row 4"} and all(r.stage == "note" for r in res.rejects)
+    assert notes["row 3"] == "optional field 'estimated_cost' (column 'Cost') fails '>= 0' (got -5); nulled, the row kept"
+    assert "fails 'number' (got 'call us')" in notes["row 4"]

@@ -64,7 +64,7 @@ def record_fields(m: SourceMapping) -> tuple[Field, ...]:
     return tuple(out)
 
 
-EVENT_TARGETS = {f.name: Target(f.type, multiline=f.name == "description") for f in EVENT_SCHEMA.fields
+EVENT_TARGETS = {f.name: Target(f.type, multiline=f.name == "description", rule=f.rule) for f in EVENT_SCHEMA.fields
                  if f.name != "event_id"}
 EVENT_REQUIRED = [f.name for f in EVENT_SCHEMA.fields if f.required and f.name != "event_id"]
 
@@ -135,7 +135,8 @@ def kind_parts(m: SourceMapping, dataset: str) -> KindParts:
         return KindParts(mapped_reader(m, RowMapper(m, EVENT_TARGETS, "event_id").record), EVENT_RULES, render_event,
                          lambda e: one_line_text(e["title"]), field_columns(m, "event_id"))
     fields = record_fields(m)
-    targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text")) for f in fields if f.name in m.fields}
+    targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text"), rule=f.rule) for f in fields
+               if f.name in m.fields}
     mapper = RowMapper(m, targets, RECORD_ID_FIELD)
     return KindParts(mapped_reader(m, mapper.record), RecordRules(RecordSchema(dataset, RECORD_ID_FIELD, fields)),
                      lambda r: render_kv_view(_heading(m, r), r, fields), partial(_heading, m),

@@ -118,10 +118,21 @@ def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
 
 @dataclass(frozen=True)
 class Target:
-    """What a kind expects of one field: its type, and whether it keeps line breaks."""
+    """What a kind expects of one field: its type, whether it keeps line breaks, and its schema rule."""
 
     type: str
     multiline: bool = False
+    rule: tuple[str, Callable[[Any], bool]] | None = None  # the schema Field's rule: (name, predicate)
+
+    def problem(self, v: Any) -> str | None:
+        """The check a converted value fails (the type, else the rule), or None: what an optional field notes."""
+        if not TYPE_CHECKS[self.type](v):
+            return self.type
+        try:
+            ok = self.rule is None or self.rule[1](v)
+        except Exception:  # noqa: BLE001 - a crashing rule is a failed rule, as in validation
+            ok = False
+        return None if ok else self.rule[0] if self.rule else None
 
 
 @lru_cache(maxsize=16)
@@ -267,9 +278,9 @@ class RowMapper:
                     raise
                 notes.append((f"optional field {name!r}: {exc}; nulled, the row kept", short_repr(self._raw(row, rule))))
                 continue
-            if v is not None and rule.optional and not TYPE_CHECKS[target.type](v):
+            if v is not None and rule.optional and (check := target.problem(v)) is not None:
                 col = "+".join(rule.source_columns())
-                notes.append((f"optional field {name!r} (column {col!r}) fails '{target.type}' (got {short_repr(v)}); "
+                notes.append((f"optional field {name!r} (column {col!r}) fails '{check}' (got {short_repr(v)}); "
                               "nulled, the row kept", short_repr(v)))
                 continue
             if v is not None:
