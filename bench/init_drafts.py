@@ -95,7 +95,7 @@ def judge(path: Path, box: tuple[float, float, float, float] | None, right: tupl
         raw, _ = parts.reader(path, path.parent)
         pts = [(r.data.get("latitude"), r.data.get("longitude")) for r in raw]
         ok = sum(1 for la, lo in pts if la is not None and box[1] <= la <= box[3] and box[0] <= lo <= box[2])
-        inside = ok / max(report.landed, 1)
+        inside = ok / max(sum(1 for la, _ in pts if la is not None), 1)
     return {"file": path.name, "rows": report.rows, "landed": report.landed,
             "landed_pct": 100 * report.landed / max(report.rows, 1),
             "inside_pct": None if inside is None else 100 * inside,

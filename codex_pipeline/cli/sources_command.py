@@ -35,7 +35,7 @@ def add_sources_command(sub: Any) -> None:
     c.add_argument("--max-rejects", type=int, default=20, help="rejects listed (default 20; --json lists all)")
     c.add_argument("--json", action="store_true", help="print the report as JSON")
     c.add_argument("--region", default=None, metavar="LON_MIN,LAT_MIN,LON_MAX,LAT_MAX",
-                   help="warn on points outside this lon/lat box")
+                   help="warn on points outside this lon/lat box (write --region=LON_MIN,...)")
     c.set_defaults(func=cmd_check)
     i = s.add_parser("init", help="draft a mapping from the export's header and a sample of its rows (YAML on stdout)")
     i.add_argument("file", type=Path, help="the export (CSV, JSON Lines or a JSON array)")
@@ -46,7 +46,7 @@ def add_sources_command(sub: Any) -> None:
     i.add_argument("--delimiter", default=None, help="CSV delimiter (default: sniffed; \\t for a tab)")
     i.add_argument("--encoding", default=None, help="file encoding, a Python codec name (default: sniffed)")
     i.add_argument("--region", default=None, metavar="LON_MIN,LAT_MIN,LON_MAX,LAT_MAX",
-                   help="where the rows are (a lon/lat box): picks the coordinate system that puts x/y there")
+                   help="where the rows are, a lon/lat box (write --region=-73.3,44.4,-73.1,44.6): picks the coordinate system that puts x/y there")
     i.set_defaults(func=cmd_init)
     g = s.add_parser("page", help="the dataset's documentation page, written from its mapping (Markdown on stdout)")
     g.add_argument("mapping", type=Path, help="the mapping file (YAML)")

@@ -58,7 +58,7 @@ PERMIT_GUESSES: tuple[tuple[str, str, frozenset[str]], ...] = tuple(
         ("estimated_cost", r"cost|valu|amount", "number integer"),
         ("floor_area_sqft", r"sq\.?\s*f|square", "number integer"),
         ("housing_units", r"units|housing|dwelling", "integer"),
-        ("address", r"address|addr|location|site", "string"),
+        ("address", r"address|addr|location|site|strasse|straße|adress", "string"),
         ("community", r"community|neighbo|district|ward", "string"),
         ("summary", r"desc|scope|narrative|comment|work", "text string"),
     )
@@ -105,7 +105,7 @@ def _address_parts(free: list[ColumnGuess]) -> list[ColumnGuess]:
 
 
 def _permit_fields(guesses: list[ColumnGuess], cells: dict[str, list[str]], used: set[str], n: int,
-                   jurisdiction: str) -> tuple[list[str], list[str]]:
+                   jurisdiction: str, unsure: list[str]) -> tuple[list[str], list[str]]:
     """Field lines (status, address and dates by what the columns hold; the rest by name), and the
     long-text columns left over (to drop)."""
     lines = [f"  jurisdiction: {{value: {_q(jurisdiction)}}}  # the issuing jurisdiction: check it"]
@@ -146,6 +146,7 @@ def _permit_fields(guesses: list[ColumnGuess], cells: dict[str, list[str]], used
             free = [g for g in free if g not in parts]
         elif field in ("applied_date", "address"):
             lines.append(f"  {field}: {_q('CHOOSE the ' + field + ' column')}  # required: no column found")
+            unsure.append(f"no {field} column found (required for kind permit): name it under fields.{field}")
     details = [g for g in free if g.type != "text" and g.longest <= 200]  # a details line holds 500 characters
     if details:
         lines.append("details:  # more facts, one 'Label: value' line each in the summary chunk")
@@ -258,7 +259,7 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
     used = {id_col} | ({xy[0].column, xy[1].column} if xy else set())
     leftover: list[str] = []
     if kind == "permit":
-        fields, leftover = _permit_fields(guesses, cells, used, len(rows), label.title())
+        fields, leftover = _permit_fields(guesses, cells, used, len(rows), label.title(), warnings)
         lines += fields
     else:
         lines += _record_fields(guesses, used, len(rows))

@@ -80,6 +80,16 @@ def _money(present: list[str]) -> str:
     return "".join(sorted(found))
 
 
+def _epoch(present: list[str]) -> str:
+    """A note when integers read as Unix times (seconds or milliseconds, 1990 to 2040): likely dates."""
+    for unit, scale in (("milliseconds", 1000), ("seconds", 1)):
+        lo, hi = 631152000 * scale, 2208988800 * scale
+        if all(lo <= int(v) < hi for v in present):
+            first = dt.datetime.fromtimestamp(int(present[0]) / scale, dt.UTC).date()
+            return f"integers that read as Unix epoch {unit} ({present[0]} = {first}): a date column? kept as integer"
+    return ""
+
+
 def guess_column(column: str, values: list[str]) -> ColumnGuess:
     """The type every non-empty sampled value reads as (``string`` when there is none), and counts.
 
@@ -109,7 +119,7 @@ def guess_column(column: str, values: list[str]) -> ColumnGuess:
     if any(len(v) > 1 and v.lstrip("+-").startswith("0") and v.lstrip("+-")[1:2] not in (".", "") for v in present):
         return ColumnGuess(column, type="string", date_format=None, **base)  # type: ignore[arg-type]  # a code
     if all_int:
-        return ColumnGuess(column, type="integer", date_format=None, **base)  # type: ignore[arg-type]
+        return ColumnGuess(column, type="integer", date_format=None, note=_epoch(present), **base)  # type: ignore[arg-type]
     if all(_NUM.match(v) for v in present):
         return ColumnGuess(column, type="number", date_format=None, **base)  # type: ignore[arg-type]
     if strip := _money(present):
