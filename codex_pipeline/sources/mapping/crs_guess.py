@@ -82,10 +82,16 @@ def candidates() -> tuple[Candidate, ...]:
 
 
 @lru_cache(maxsize=512)
-def _to_wgs84(code: str) -> Any:
-    from pyproj import Transformer
+def _proj(code: str) -> Any:
+    """The projection alone (no datum shift): 1 ms to build where a full transformer takes 6 to 14 ms,
+    and NAD83 and WGS 84 differ by a metre or two, far below what tells placements apart."""
+    import warnings
 
-    return Transformer.from_crs(code, "EPSG:4326", always_xy=True)
+    from pyproj import Proj
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "loses information when converting to PROJ string": the datum, on purpose
+        return Proj(code)
 
 
 def region_of(value: str) -> Region | None:
@@ -147,12 +153,13 @@ def _sample(points: list[tuple[float, float]], n: int = 200) -> list[tuple[float
     return points[::step][:n]
 
 
-def guess_crs(points: list[tuple[float, float]], region: Region | None = None) -> CrsGuess:
+def guess_crs(points: list[tuple[float, float]], region: Region | None = None, region_name: str = "the --region box"
+              ) -> CrsGuess:
     """The system the (x, y) ``points`` are in, judged by the area they fall in (module docstring)."""
     pts = _sample([(x, y) for x, y in points if (x, y) != (0.0, 0.0)])
     if not pts:
         return CrsGuess(None, (), "no non-zero points in the sample")
-    where = "the --region box" if region else "the system's own area of use"
+    where = region_name if region else "the system's own area of use"
     if all(abs(x) <= 180 and abs(y) <= 90 for x, y in pts):
         lon, lat = statistics.median(x for x, _ in pts), statistics.median(y for _, y in pts)
         place = Placement("EPSG:4326", "WGS 84 longitude/latitude", lon, lat)
@@ -165,7 +172,7 @@ def guess_crs(points: list[tuple[float, float]], region: Region | None = None) -
     for cand in candidates():
         if region is not None and not _overlaps(cand.area, region):
             continue
-        lons, lats = _to_wgs84(cand.code).transform(xs, ys)
+        lons, lats = _proj(cand.code)(xs, ys, inverse=True, errcheck=False)
         box = region or cand.area
         ok = sum(_inside(lo, la, box, 0.0 if region else 0.5) for lo, la in zip(lons, lats)
                  if lo == lo and la == la and abs(lo) != float("inf"))

@@ -281,13 +281,12 @@ def _coordinates_lines(xy: tuple[ColumnGuess, ColumnGuess], cells: dict[str, lis
     x, y = xy
     pts = [(float(a), float(b)) for a, b in zip(cells[x.column], cells[y.column]) if a.strip() and b.strip()
            and _numbers([a, b]) is not None]
-    source = "--region"
+    source = "the --region box"
     if region is None and (found := _region_column(guesses, cells)) is not None:
-        source, region = found
-    g: CrsGuess = guess_crs(pts, region)
+        source, region = f"the area of {found[0]}", found[1]
+    g: CrsGuess = guess_crs(pts, region, source)
     if g.crs is not None:
-        return [f"coordinates: {{x: {_q(x.column)}, y: {_q(y.column)}, crs: {_q(g.crs)}}}  # {g.why}"
-                + (f" ({source})" if region is not None else "")]
+        return [f"coordinates: {{x: {_q(x.column)}, y: {_q(y.column)}, crs: {_q(g.crs)}}}  # {g.why}"]
     warnings.append(f"coordinates {x.column!r}/{y.column!r}: {g.why}")
     return [f"# coordinates: {{x: {_q(x.column)}, y: {_q(y.column)}, crs: \"EPSG:?\"}}  # {g.why}; "
             "x/y are dropped until then"]
