@@ -191,3 +191,30 @@ def test_any_typed_table_drafts_a_mapping_that_check_lands_entirely(tmp_path: Pa
     m.write_text(draft.text)
     report = check_file(load_mapped_dataset(m), path, 0)
     assert report.file_rejects == [] and report.rejects == [] and report.landed == len(table) - 1
+
+
+def test_a_big_file_drafts_from_its_head_and_flags_are_obeyed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from codex_pipeline.sources.mapping import sniff
+
+    monkeypatch.setattr(sniff, "HEAD_BYTES", 300)  # as a file over HEAD_BYTES (64 MiB and more) is read
+    path = tmp_path / "big.tsv"
+    path.write_text("id\tnote\n" + "".join(f"{i}\tline {i}\n" for i in range(1000)))
+    rc, out, _ = _init(capsys, path, "--delimiter", "\\t", "--sample", "5")
+    data = yaml.safe_load(out)
+    assert rc == 0 and data["delimiter"] == "\t" and data["id"] == "id" and "(5 sampled rows)" in out
+
+
+def test_utf8_read_as_latin1_is_a_check_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cafes.csv"
+    path.write_text(_csv([["id", "name"], ["1", "Café Zoë"], ["2", "Crème"]]), encoding="utf-8")
+    rc, out, _ = _init(capsys, path, "--encoding", "latin-1", "--dataset", "cafes")
+    report = _check(capsys, path, out, tmp_path)
+    assert report["would_land"] == 2 and "look like UTF-8 read in another encoding" in report["warnings"][0]
+
+
+def test_a_file_without_a_header_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "nohead.csv"
+    path.write_text("1,2024-01-02,3.5\n2,2024-01-03,4.5\n")
+    rc, _, err = _init(capsys, path)
+    assert rc == 0 and "the first line looks like data" in err

@@ -16,12 +16,14 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 HEAD_BYTES = 4 << 20
 """Bytes read from the head of the file (the sample's rows come from them)."""
 DELIMITERS = (",", ";", "\t", "|")
+_DATA_CELL = re.compile(r"^$|^[+-]?[$]?[\d.,:/ -]+$")  # a number, date or empty: not a column name
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
@@ -143,6 +145,8 @@ def read_sample(path: Path, sample: int, delimiter: str | None = None, encoding:
         raise Unreadable(f"{path}: no header line; fix: give a CSV export whose first line names the columns")
     if not raw:
         raise Unreadable(f"{path}: a header and no data rows; fix: export some rows (init infers types from them)")
+    if all(_DATA_CELL.match(h.strip()) for h in header):
+        notes.append("the first line looks like data, not column names: a mapping needs a header line")
     if len(header) == 1 and delimiter is None:
         notes.append("one column found: if the file has another delimiter, give --delimiter")
     unique = unique_names(header)
