@@ -218,3 +218,14 @@ def test_a_file_without_a_header_says_so(tmp_path: Path, capsys: pytest.CaptureF
     path.write_text("1,2024-01-02,3.5\n2,2024-01-03,4.5\n")
     rc, _, err = _init(capsys, path)
     assert rc == 0 and "the first line looks like data" in err
+
+
+def test_null_words_are_empty_values_not_types(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "nulls.csv"
+    path.write_text(_csv([["id", "applied", "lat", "lon"], ["1", "2024-01-02", "44.47", "-73.21"],
+                          ["2", "N/A", "NULL", "NULL"], ["3", "2024-01-04", "44.48", "-73.2"]]))
+    rc, out, _ = _init(capsys, path, "--dataset", "nulls")
+    data = yaml.safe_load(out)
+    assert data["empty_values"] == ["", "N/A", "NULL"] and data["fields"]["applied"]["type"] == "date"
+    assert data["coordinates"]["crs"] == "EPSG:4326"
+    assert _check(capsys, path, out, tmp_path)["would_land"] == 3

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codex_pipeline.sources.mapping.crs_guess import CrsGuess, Region, guess_crs, region_of
-from codex_pipeline.sources.mapping.guess import DATE_FORMATS, ColumnGuess, guess_column
+from codex_pipeline.sources.mapping.guess import DATE_FORMATS, NULL_TOKENS, ColumnGuess, guess_column
 from codex_pipeline.sources.mapping.permit_fields import DATE_WORDS, in_block, pick_address, pick_dates, pick_status
 from codex_pipeline.sources.mapping.reader import read_rows
 from codex_pipeline.sources.mapping.sniff import Unreadable, read_sample
@@ -268,6 +268,9 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
         lines += coords
         if coords[0].startswith("#"):
             leftover += [xy[0].column, xy[1].column]
+    nulls = sorted({v.strip() for vals in cells.values() for v in vals if v.strip().lower() in NULL_TOKENS})
+    if nulls:
+        lines.append(f"empty_values: {json.dumps([''] + nulls, ensure_ascii=False)}  # cells that mean no value")
     dropped = [g.column for g in guesses if not g.filled and g.column not in used] + leftover
     lines.append(f"drop: {json.dumps(dropped, ensure_ascii=False)}  # empty in every sampled row, or long text not mapped")
     if kind == "record":

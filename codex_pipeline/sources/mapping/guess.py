@@ -24,6 +24,9 @@ _INT = re.compile(r"^[+-]?\d+$")
 _NUM = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _MONEY = re.compile(r"^[+-]?[$€£]?[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$")
 _DATEISH = re.compile(r"\d{1,4}[-/. ]\w{1,9}[-/., ]+\d{2,4}|^\d{8}$|^[A-Za-z]{3,9} \d{1,2},? \d{4}")
+NULL_TOKENS = frozenset({"n/a", "na", "null", "none", "nil", "-", "--", "nan", "#n/a", "0000-00-00",
+                         "0000-00-00 00:00:00", "00/00/0000", "(null)", "not available"})
+"""Cells (any case) that exports write for "no value": left out of profiles, written under ``empty_values``."""
 _BOOLS = ({"true", "false"}, {"yes", "no"}, {"y", "n"}, {"t", "f"})
 MAX_FORMATS = 3
 
@@ -99,7 +102,7 @@ def guess_column(column: str, values: list[str]) -> ColumnGuess:
     else ``text`` when values are long (over 120 characters on average) or multi-line,
     ``string`` otherwise.
     """
-    present = [v.strip() for v in values if v.strip()]
+    present = [v.strip() for v in values if v.strip() and v.strip().lower() not in NULL_TOKENS]
     if not present:
         return ColumnGuess(column, 0, "string", None, False)
     unique = len(present) == len(values) and len(set(present)) == len(present)
