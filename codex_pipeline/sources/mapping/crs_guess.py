@@ -4,8 +4,8 @@ Projected coordinates carry no label: the same (500000, 4900000) is a Vermont st
 UTM zone 18N and the Gulf of Guinea in web-Mercator. So each candidate system (EPSG:3857,
 UTM zones of both hemispheres, and every ``NAD83 /`` system of PROJ's database: state
 planes in metres and feet, NAD83 UTM, Albers) places the sampled points, and a candidate
-*fits* when nearly all of them fall inside the plausible area: ``--region`` (a lon/lat box)
-or the box of a state/province column, else the candidate's own area of use. Candidates
+*fits* when nearly all of them fall inside its own area of use and inside the plausible area:
+``--region`` (a lon/lat box) or the box of a state/province column. Candidates
 that put the points in the same place (NAD83 and WGS 84 UTM) are one *placement*; the
 draft writes ``crs:`` only when exactly one placement fits.
 """
@@ -173,9 +173,9 @@ def guess_crs(points: list[tuple[float, float]], region: Region | None = None, r
         if region is not None and not _overlaps(cand.area, region):
             continue
         lons, lats = _proj(cand.code)(xs, ys, inverse=True, errcheck=False)
-        box = region or cand.area
-        ok = sum(_inside(lo, la, box, 0.0 if region else 0.5) for lo, la in zip(lons, lats)
-                 if lo == lo and la == la and abs(lo) != float("inf"))
+        pad = 3.0 if "UTM" in cand.name else 0.5  # UTM is often used a zone's width beyond its own
+        ok = sum(_inside(lo, la, cand.area, pad) and (region is None or _inside(lo, la, region))
+                 for lo, la in zip(lons, lats) if lo == lo and la == la and abs(lo) != float("inf"))
         if ok < INSIDE * len(pts):
             continue
         place = Placement(cand.code, cand.name, statistics.median(lons), statistics.median(lats))

@@ -262,7 +262,10 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
         fields, leftover = _permit_fields(guesses, cells, used, len(rows), label.title(), warnings)
         lines += fields
     else:
-        lines += _record_fields(guesses, used, len(rows))
+        fields = _record_fields(guesses, used, len(rows))
+        if not fields:
+            lines[-1] = "fields: {}  # no column but the id has a value in the sample"
+        lines += fields
     if xy:
         coords = _coordinates_lines(xy, cells, guesses, region, warnings)
         lines += coords
