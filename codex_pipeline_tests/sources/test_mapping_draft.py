@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import string
@@ -208,7 +209,8 @@ def test_a_big_file_drafts_from_its_head_and_flags_are_obeyed(tmp_path: Path, ca
 def test_utf8_read_as_latin1_is_a_check_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "cafes.csv"
     path.write_text(_csv([["id", "name"], ["1", "Café Zoë"], ["2", "Crème"]]), encoding="utf-8")
-    rc, out, _ = _init(capsys, path, "--encoding", "latin-1", "--dataset", "cafes")
+    rc, out, err = _init(capsys, path, "--encoding", "latin-1", "--dataset", "cafes")
+    assert "look like UTF-8 read in another encoding" in err  # init says so too
     report = _check(capsys, path, out, tmp_path)
     assert report["would_land"] == 2 and "look like UTF-8 read in another encoding" in report["warnings"][0]
 
@@ -229,3 +231,52 @@ def test_null_words_are_empty_values_not_types(tmp_path: Path, capsys: pytest.Ca
     assert data["empty_values"] == ["", "N/A", "NULL"] and data["fields"]["applied"]["type"] == "date"
     assert data["coordinates"]["crs"] == "EPSG:4326"
     assert _check(capsys, path, out, tmp_path)["would_land"] == 3
+
+
+def test_latitudes_under_an_x_name_are_swapped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "swapped.csv"
+    path.write_text(_csv([["id", "x", "y"], ["1", "47.61", "-122.33"], ["2", "47.62", "-122.3"]]))
+    rc, out, err = _init(capsys, path)
+    assert yaml.safe_load(out)["coordinates"] == {"x": "y", "y": "x", "crs": "EPSG:4326"} and "holds latitudes" in err
+
+
+_STATUS = ["Issued", "Approved", "Closed", "Finaled", "In Review", "Expired", "Permit Issued", "Application Accepted"]
+_STREETS = ["MAIN ST", "PINE AVE", "OAK RD", "SHELBURNE RD", "RAINIER AVE S", "15TH AVE NE"]
+_DATE_FORMS = ["%Y-%m-%d", "%m/%d/%Y", "%Y/%m/%d %H:%M:%S", "%d-%b-%Y", "%Y-%m-%dT%H:%M:%S.000", "%m/%d/%Y %I:%M:%S %p"]
+
+
+@st.composite
+def _permit_tables(draw: st.DrawFn) -> tuple[list[list[str]], dict[str, str]]:
+    """A permit export with contractor blocks, its own status/address/dates, columns in any order."""
+    n = draw(st.integers(5, 30))
+    form = draw(st.sampled_from(_DATE_FORMS))
+    blocks = draw(st.integers(1, 3))
+    names = {"status": draw(st.sampled_from(["STATUS", "Current Status", "statuscurrent", "Permit State"])),
+             "address": draw(st.sampled_from(["SITE_ADDRESS", "Address", "Location", "originaladdress"])),
+             "applied_date": draw(st.sampled_from(["INDATE", "Applied Date", "APPLICATION_DATE", "Date Received"]))}
+    cols: dict[str, list[str]] = {"PERMIT_NO": [f"BP-{i:04d}" for i in range(n)]}
+    for k in range(1, blocks + 1):
+        cols[f"CONTRACTOR_{k}_ADDRESS"] = [f"{draw(st.integers(1, 999))} {draw(st.sampled_from(_STREETS))}" for _ in range(n)]
+        cols[f"CONTRACTOR_{k}_STATE"] = [draw(st.sampled_from(["NY", "VT", "Active"])) for _ in range(n)]
+        cols[f"CONTRACTOR_{k}_TYPE"] = [draw(st.sampled_from(["GC", "ELEC"])) for _ in range(n)]
+    cols[names["status"]] = [draw(st.sampled_from(_STATUS)) for _ in range(n)]
+    cols[names["address"]] = [f"{draw(st.integers(1, 9999))} {draw(st.sampled_from(_STREETS))}" for _ in range(n)]
+    cols[names["applied_date"]] = [draw(st.dates(min_value=dt.date(1990, 1, 1))).strftime(form) for _ in range(n)]
+    order = draw(st.permutations(list(cols)))
+    return [list(order)] + [[cols[c][i] for c in order] for i in range(n)], names
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_permit_tables())
+def test_permit_fields_are_found_by_content_in_any_column_order(tmp_path: Path, case: tuple[list[list[str]], dict[str, str]]
+                                                               ) -> None:
+    table, names = case
+    path = tmp_path / "permits.csv"
+    path.write_text(_csv(table))
+    draft = draft_mapping(path, dataset="gen_permits", kind="permit")
+    fields = yaml.safe_load(draft.text)["fields"]
+    assert {f: fields[f]["column"] for f in names} == names
+    m = tmp_path / "permits.yaml"
+    m.write_text(draft.text)
+    report = check_file(load_mapped_dataset(m), path, 0)
+    assert report.file_rejects == [] and report.rejects == [] and report.landed == len(table) - 1

@@ -18,6 +18,7 @@ from typing import Any
 from codex_pipeline.sources.mapping.crs_guess import CrsGuess, Region, guess_crs, region_of
 from codex_pipeline.sources.mapping.guess import DATE_FORMATS, NULL_TOKENS, ColumnGuess, guess_column
 from codex_pipeline.sources.mapping.permit_fields import DATE_WORDS, in_block, pick_address, pick_dates, pick_status
+from codex_pipeline.sources.mapping.plausible import mojibake_warnings
 from codex_pipeline.sources.mapping.reader import read_rows
 from codex_pipeline.sources.mapping.sniff import Unreadable, read_sample
 
@@ -279,6 +280,7 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
     if kind == "record":
         lines.append(f"view: {{label: {_q(label.capitalize())}}}")
     warnings += [f"column {g.column!r}: {g.note}" for g in guesses if g.note]
+    warnings += mojibake_warnings([(f"row {i + 2}", r) for i, r in enumerate(rows)])
     return Draft("\n".join(lines) + "\n", warnings, problems)
 
 
@@ -287,6 +289,11 @@ def _coordinates_lines(xy: tuple[ColumnGuess, ColumnGuess], cells: dict[str, lis
     x, y = xy
     pts = [(float(a), float(b)) for a, b in zip(cells[x.column], cells[y.column]) if a.strip() and b.strip()
            and _numbers([a, b]) is not None]
+    if pts and all(abs(a) <= 90 for a, _ in pts) and any(90 < abs(b) <= 180 for _, b in pts):
+        warnings.append(f"columns {x.column!r}/{y.column!r}: the first holds latitudes and the second longitudes "
+                        "(the names say otherwise): mapped as x = longitude")
+        x, y = y, x
+        pts = [(b, a) for a, b in pts]
     source = "the --region box"
     if region is None and (found := _region_column(guesses, cells)) is not None:
         source, region = f"the area of {found[0]}", found[1]

@@ -93,7 +93,7 @@ def mojibake_warnings(records: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
     m = _MOJIBAKE.search(v)
     at = m.start() if m else 0
     return [f"{len(bad)} value(s) look like UTF-8 read in another encoding (e.g. {ref}: "
-            f"{v[max(at - 10, 0):at + 12]!r}); fix: remove encoding: from the mapping (or set encoding: utf-8)"]
+            f"{v[max(at - 10, 0):at + 12]!r}); fix: set encoding: utf-8 (remove encoding: from the mapping)"]
 
 
 def plausibility_warnings(records: Sequence[tuple[str, Mapping[str, Any]]], date_fields: Sequence[str],
