@@ -110,6 +110,19 @@ def test_utm_18n_vermont_points_without_a_region_ask_for_one(tmp_path: Path, cap
     assert abs(lat - 44.47) < 1e-4 and abs(lon + 73.21) < 1e-4
 
 
+def test_check_warns_when_utm_points_are_labelled_web_mercator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _vermont(tmp_path, state=False)
+    rc, out, _ = _init(capsys, path, "--kind", "permit", f"--region={BURLINGTON}")
+    wrong = out.replace('crs: "EPSG:32618"', 'crs: "EPSG:3857"')
+    report = _check(capsys, path, wrong, tmp_path)
+    assert report["would_land"] == 30 and len(report["warnings"]) == 1
+    assert report["warnings"][0].startswith("coordinates.crs EPSG:3857 puts the points at 40.")
+    assert "other system(s) place the same x/y plausibly elsewhere" in report["warnings"][0]
+    text = "\n".join(_check(capsys, path, wrong, tmp_path, f"--region={BURLINGTON}")["warnings"])
+    assert "30 of 30 point(s) outside the region" in text and "EPSG:32618 WGS 84 / UTM zone 18N → 44.4" in text
+    assert _check(capsys, path, out, tmp_path)["warnings"] == []  # the right one: no warning
+
+
 def test_a_state_column_is_the_region(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = _init(capsys, _vermont(tmp_path, state=True), "--kind", "permit")
     assert yaml.safe_load(out)["coordinates"]["crs"] == "EPSG:32618"

@@ -77,7 +77,7 @@ def check_file(md: MappedDataset, path: Path, first: int = 5,
     report.rows = tally.get(path.name, len(raw) + sum(1 for r in read_rejects if r.record_ref))
     report.landed = len(keep)
     dates = [f.name for f in parts.rules.schema.fields if f.type in ("date", "datetime")]
-    report.warnings = plausibility_warnings([(r.ref, r.data) for r in keep], dates, region)
+    report.warnings = plausibility_warnings([(r.ref, r.data) for r in keep], dates, region, c.crs if c else None)
     report.rejects = sorted(((r.record_ref or "", r.reason) for r in row_rejects), key=lambda x: _order(x[0]))
     by_ref = {_row_key(ref): why for ref, why in report.rejects}
     kept = {r.ref: r for r in keep}

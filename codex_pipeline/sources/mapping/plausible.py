@@ -96,7 +96,38 @@ def mojibake_warnings(records: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             f"{v[max(at - 10, 0):at + 12]!r}); fix: set encoding: utf-8 (remove encoding: from the mapping)"]
 
 
+def crs_warnings(records: Sequence[tuple[str, Mapping[str, Any]]], crs: str, region: Region | None) -> list[str]:
+    """The mapping's projected ``crs`` judged as ``init`` judges one: the points are taken back to x/y,
+    and when other systems place them plausibly elsewhere, say so. Without ``region`` only EPSG:3857 is
+    judged (a UTM zone or a state plane chosen by hand has its own small area; web-Mercator has the world).
+
+    This is what catches UTM x/y labelled web-Mercator: every point lands, all together, in the sea.
+    """
+    from codex_pipeline.sources.mapping.crs_guess import guess_crs
+
+    if crs.upper() in ("EPSG:4326", "WGS84") or (region is None and crs.upper() != "EPSG:3857"):
+        return []  # without a region only web-Mercator is suspect: it places any x/y somewhere on Earth
+    pts = [(float(r["longitude"]), float(r["latitude"])) for _, r in records
+           if isinstance(r.get("latitude"), (int, float)) and isinstance(r.get("longitude"), (int, float))]
+    pts = [p for p in pts if p != (0.0, 0.0)][:: max(len(pts) // 200, 1)]
+    if not pts:
+        return []
+    from pyproj import Transformer
+
+    xs, ys = Transformer.from_crs("EPSG:4326", crs, always_xy=True).transform([p[0] for p in pts], [p[1] for p in pts])
+    g = guess_crs(list(zip(xs, ys)), region)
+    mlat, mlon = statistics.median(p[1] for p in pts), statistics.median(p[0] for p in pts)
+    others = [p for p in g.fits if abs(p.lat - mlat) >= 0.05 or abs(p.lon - mlon) >= 0.05]  # elsewhere than crs puts them
+    if not others:
+        return []
+    shown = "; ".join(f"{p.code} {p.name} → {p.lat:.3f}, {p.lon:.3f}" for p in others[:3])
+    return [f"coordinates.crs {crs} puts the points at {mlat:.3f}, {mlon:.3f}; {len(others)} other system(s) place "
+            f"the same x/y plausibly elsewhere ({shown}{' …' if len(others) > 3 else ''}); fix: check crs:, "
+            "or run check with --region=lon_min,lat_min,lon_max,lat_max to test it"]
+
+
 def plausibility_warnings(records: Sequence[tuple[str, Mapping[str, Any]]], date_fields: Sequence[str],
-                          region: Region | None = None) -> list[str]:
-    """Every warning about the landed ``(ref, record)`` pairs: points, dates, mojibake."""
-    return point_warnings(records, region) + date_warnings(records, date_fields) + mojibake_warnings(records)
+                          region: Region | None = None, crs: str | None = None) -> list[str]:
+    """Every warning about the landed ``(ref, record)`` pairs: points (and the ``crs`` they came through), dates, mojibake."""
+    return (point_warnings(records, region) + (crs_warnings(records, crs, region) if crs else [])
+            + date_warnings(records, date_fields) + mojibake_warnings(records))
