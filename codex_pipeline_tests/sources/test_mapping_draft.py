@@ -293,3 +293,10 @@ def test_permit_fields_are_found_by_content_in_any_column_order(tmp_path: Path, 
     m.write_text(draft.text)
     report = check_file(load_mapped_dataset(m), path, 0)
     assert report.file_rejects == [] and report.rejects == [] and report.landed == len(table) - 1
+
+
+def test_a_point_column_without_x_y_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "wkt.csv"
+    path.write_text(_csv([["id", "location"], ["1", "POINT (-73.21 44.47)"], ["2", "POINT (-73.2 44.48)"]]))
+    rc, out, err = _init(capsys, path)
+    assert rc == 0 and "coordinates" not in yaml.safe_load(out) and "column 'location' holds points" in err

@@ -1,9 +1,12 @@
 """``codex sources init``: a first mapping drafted from an export's header and a sample of its rows.
 
-It infers what a person would check by hand: each column's type, the date format that reads
-every sampled value, columns that are always empty (dropped), columns that could be the id
-(every sampled value present and unique) and x/y coordinates. The draft is a ``record``
-mapping that loads as it is; the comments say what to review and how to make it a permit.
+It infers what a person would check by hand, and says when it is unsure instead of guessing:
+how the file is written (:mod:`.sniff`: encoding, delimiter; a file it cannot read is
+:class:`~.sniff.Unreadable`), each column's type from its values (:mod:`.guess`: dates with
+their formats, money with ``strip``, booleans, codes), columns that are always empty (dropped),
+the id (every sampled value present and unique), the coordinates' system by where the points
+fall (:mod:`.crs_guess`), and for a permit, status, address and dates by what the columns hold
+(:mod:`.permit_fields`). The draft loads as it is; its comments and the ``warnings`` say what to review.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ _INT = re.compile(r"^[+-]?\d+$")
 _ID_WORDS = re.compile(r"(?:^|[^a-z])(id|number|num|no|key|code)(?:$|[^a-z])|(?:id|number|num)$", re.I)
 _X = re.compile(r"^(x|lon|lng|long|longitude|easting|east|x_?coord(inate)?|point_?x|coord_?x|gis_?x|xcoord)$", re.I)
 _Y = re.compile(r"^(y|lat|latitude|northing|north|y_?coord(inate)?|point_?y|coord_?y|gis_?y|ycoord)$", re.I)
+_POINT = re.compile(r"^(POINT\s*\(\s*-?\d+(\.\d+)?\s+-?\d+(\.\d+)?\s*\)|\(\s*-?\d+(\.\d+)?\s*,\s*-?\d+(\.\d+)?\s*\))$", re.I)
 _REGION_COL = re.compile(r"^(state|province|prov|st|state_?code|region|jurisdiction_?state|site_?state)$", re.I)
 
 
@@ -281,6 +285,10 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
         lines.append(f"view: {{label: {_q(label.capitalize())}}}")
     warnings += [f"column {g.column!r}: {g.note}" for g in guesses if g.note]
     warnings += mojibake_warnings([(f"row {i + 2}", r) for i, r in enumerate(rows)])
+    if xy is None:
+        warnings += [f"column {g.column!r} holds points ({cells[g.column][0][:40]!r}…): no x/y columns, so the draft "
+                     "has no coordinates; map them from this column" for g in guesses
+                     if g.filled and sum(bool(_POINT.match(v.strip())) for v in cells[g.column] if v.strip()) >= 0.9 * g.filled]
     return Draft("\n".join(lines) + "\n", warnings, problems)
 
 
