@@ -146,6 +146,32 @@ def main() -> None:
                 print(f"{'  … again with --region=CITY BOX':38} {'':>6} {again['landed_pct']:>6.1f}% "
                       f"{again['inside_pct'] or 0:>10.1f}%  {again['fields_right']}")
         print(f"{'all':38} {rows:>6} {100 * landed / max(rows, 1):>6.1f}%")
+        (work / "one_row_semicolon.csv").write_text("a;b;c\n1;2,5;x\n")
+        print("\ndelimiter: init's, csv.Sniffer's, DuckDB sniff_csv's")
+        for path in [*cases, work / "one_row_semicolon.csv"]:
+            print(f"  {path.name:36} {sniffers(path)}")
+
+
+def sniffers(path: Path) -> str:
+    """The delimiter each sniffer finds in ``path`` (encoding as init sniffs it)."""
+    import duckdb
+
+    from codex_pipeline.sources.mapping.sniff import sniff_delimiter, sniff_encoding
+
+    data = path.read_bytes()[: 1 << 20]
+    enc = sniff_encoding(data)
+    text = data.decode(enc, "replace").lstrip("\ufeff")
+    head = text[:65536][: text[:65536].rfind("\n")]
+    try:
+        theirs = csv.Sniffer().sniff(head, delimiters=",;\t|").delimiter
+    except csv.Error:
+        theirs = "(none)"
+    denc = {"cp1252": "latin-1", "latin-1": "latin-1", "utf-16": "utf-16"}.get(enc, "utf-8")
+    try:
+        duck = duckdb.execute("select Delimiter from sniff_csv(?, encoding = ?)", [str(path), denc]).fetchall()[0][0]
+    except duckdb.Error as exc:
+        duck = f"error: {str(exc).splitlines()[0][:40]}"
+    return f"encoding {enc:9} init {sniff_delimiter(text)!r:5} csv.Sniffer {theirs!r:5} duckdb {duck!r}"
 
 
 if __name__ == "__main__":
