@@ -12,6 +12,7 @@ from typing import Any
 
 from codex_pipeline.sources.mapping.features import NOTE_STAGE, settle_day
 from codex_pipeline.sources.mapping.kinds import MappedDataset, kind_parts
+from codex_pipeline.sources.mapping.plausible import plausibility_warnings
 from codex_pipeline.sources.mapping.reader import check_crs, name_columns
 from codex_pipeline.sources.mapping.schema import MappingError
 from codex_pipeline.sources.tally import counting_rows
@@ -43,6 +44,7 @@ class CheckReport:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (ref, note) of optional values nulled
     rejects: list[tuple[str, str]] = field(default_factory=list)  # (ref, reason) of every rejected row
     first_rows: list[RowOutcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # implausible values that land (plausible.py)
 
     def as_json(self) -> dict[str, Any]:
         """The report JSON-ready; ``landed`` is named ``would_land``, ``rejected`` is the count of row rejects.
@@ -55,7 +57,7 @@ class CheckReport:
             "rejected": len(self.rejects), "merged": self.merged, "filtered": self.filtered,
             "rejects": [{"ref": r, "reason": why} for r, why in self.rejects],
             "notes": [{"ref": r, "note": why} for r, why in self.notes],
-            "first_rows": [vars(o) for o in self.first_rows],
+            "first_rows": [vars(o) for o in self.first_rows], "warnings": self.warnings,
         }
 
 
@@ -63,8 +65,10 @@ def _row_key(ref: str | None) -> str:
     return (ref or "").split(",", 1)[0]
 
 
-def check_file(md: MappedDataset, path: Path, first: int = 5) -> CheckReport:
-    """Read ``path`` through the mapping; the first ``first`` rows' outcomes and every reject."""
+def check_file(md: MappedDataset, path: Path, first: int = 5,
+               region: tuple[float, float, float, float] | None = None) -> CheckReport:
+    """Read ``path`` through the mapping; the first ``first`` rows' outcomes, every reject, and warnings
+    on implausible values (points outside ``region`` or far from the others, odd dates, mojibake)."""
     c = md.mapping.coordinates
     if c is not None and (why := check_crs(c.crs, with_proj=True)):
         raise MappingError(f"mapping {md.path}: key 'coordinates.crs': {why}; fix: an EPSG code such as EPSG:3857")
@@ -82,6 +86,8 @@ def check_file(md: MappedDataset, path: Path, first: int = 5) -> CheckReport:
     row_rejects = [r for r in rejects if r.record_ref]
     report.rows = tally.get(path.name, len(raw) + sum(1 for r in read_rejects if r.record_ref and r.stage != NOTE_STAGE))
     report.landed = len(keep)
+    dates = [f.name for f in parts.rules.schema.fields if f.type in ("date", "datetime")]
+    report.warnings = plausibility_warnings([(r.ref, r.data) for r in keep], dates, region, c.crs if c else None)
     report.rejects = sorted(((r.record_ref or "", r.reason) for r in row_rejects), key=lambda x: _order(x[0]))
     by_ref = {_row_key(ref): why for ref, why in report.rejects}
     kept = {r.ref: r for r in keep}
