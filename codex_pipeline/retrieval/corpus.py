@@ -265,7 +265,10 @@ def sort_ranges(wh: Warehouse, dataset: str, memory: str) -> int:
 
 
 def _uncompressed_bytes(path: Path) -> int:
-    meta = pq.read_metadata(path)
+    try:
+        meta = pq.read_metadata(path)
+    except (OSError, pa.ArrowException):  # a damaged file: the sort's scan names it (and the day to rerun)
+        return path.stat().st_size if path.exists() else 0
     return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
 
 
