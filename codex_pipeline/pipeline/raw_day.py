@@ -28,6 +28,7 @@ from codex_pipeline.sources.tally import counting_rows
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
 from codex_pipeline.warehouse.catalog import ensure_views
 from codex_pipeline.warehouse.current import IndexChange, ensure_index, tombstones_table, update_index
+from codex_pipeline.warehouse.records_view import record_columns_stamp
 from codex_pipeline.warehouse.storage import Warehouse
 
 RAW_VIEWS = ("raw", "rejects", "documents", "tombstones", "redirects")
@@ -93,7 +94,8 @@ def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _I
         landing_scope(landing, wh.steps.follow_landing_links),  # what readers may follow links into
         _readable(landing, wh.steps.follow_landing_links) as folder,  # no _deleted.* files, no day-folder link
         counting_rows() as tally,
-        wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
+        wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version,
+                                                             **record_columns_stamp(spec.record_columns)}) as out,
     ):
         rejected += screen_landing(landing)  # links leaving the folder, hidden files, control characters
         for table in ingest.tables(spec.documents(folder, rejected)):
