@@ -40,7 +40,8 @@ FILES_SCHEMA = pa.schema([
     pa.field("documents", pa.int64(), nullable=False),  # documents it gave (threads, for email)
     pa.field("reason", pa.string(), nullable=True),  # why skipped; the first reject's reason when rejected
 ])
-TOMBSTONE_REASON = "tombstone file: its retractions are read by the raw step's tombstones (codex.{dataset}_tombstones)"
+TOMBSTONE_REASON = ("tombstone file: read as retractions, not documents (codex.{dataset}_tombstones; a line not "
+                    "applied is in codex.{dataset}_rejects, stage 'tombstone')")
 NO_ROWS_REASON = "no rows: the file holds a header and nothing else"
 
 

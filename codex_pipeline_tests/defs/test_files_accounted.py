@@ -3,15 +3,21 @@
 A documents day with a good PDF, a damaged PDF, a tombstone file, a file that cannot be
 read and a hidden file: the raw step's metadata counts them (found = landed + rejected +
 skipped) and ``codex.documents_files`` names each with its outcome. An email day: every
-message read was threaded or rejected.
+message read was threaded or rejected. A mapped export with a header and no rows: skipped.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from pathlib import Path
+
 import dagster as dg
 
+from codex_pipeline.defs.definitions import build_definitions
+from codex_pipeline.settings import CodexSettings
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset, query_catalog
+from codex_pipeline_tests.fakes import FakeEmbedding
 
 DAY = "2026-11-24"
 
@@ -53,3 +59,24 @@ def test_every_email_message_is_threaded_or_rejected(warehouse: Warehouse) -> No
     assert (meta["files_found"], meta["files_landed"], meta["files_rejected"]) == (3, 2, 1)
     outcomes = dict(query_catalog(warehouse, "SELECT file, outcome FROM codex.email_threads_files"))
     assert outcomes == {"threads.mbox": "landed", "reply.eml": "landed", "notes.txt": "rejected"}
+
+
+def test_a_header_only_export_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "mappings"
+    folder.mkdir()
+    (folder / "street.yaml").write_text("codex_mapping: 1\ndataset: street_permits\nkind: record\n"
+                                        "title: street use permit\nid: Permit\nfields:\n  status: Status\n")
+    wh = Warehouse(tmp_path / "data")
+    landing = wh.landing_dir("street_permits", dt.date.fromisoformat(DAY))
+    landing.mkdir(parents=True)
+    (landing / "permits.csv").write_text("Permit,Status\nSP-1,open\nSP-2,closed\n")
+    (landing / "quiet_week.csv").write_text("Permit,Status\n")
+    defs = build_definitions(CodexSettings(data_dir=wh.root, mapping_folders=(folder,)))
+    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
+              and any(k.path == ["street_permits", "raw"] for k in a.keys)]
+    result = dg.materialize(assets, partition_key=DAY, instance=dg.DagsterInstance.ephemeral(),
+                            resources={"warehouse": defs.resources["warehouse"], "embedding": FakeEmbedding()})
+    meta = _raw_metadata(result, "street_permits")
+    assert (meta["files_found"], meta["files_landed"], meta["files_skipped"], meta["rows_read"]) == (2, 1, 1, 2)
+    rows = dict((f, (o, why)) for f, o, why in query_catalog(wh, "SELECT file, outcome, reason FROM codex.street_permits_files"))
+    assert rows["quiet_week.csv"] == ("skipped", "no rows: the file holds a header and nothing else")
