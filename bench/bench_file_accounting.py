@@ -26,7 +26,8 @@ from codex_pipeline.warehouse.storage import Warehouse
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 FOLDERS = {"email": "email_threads", "markdown": "docs", "pdf": "documents", "council": "civic_intelligence",
-           "council_captions": "civic_intelligence", "permits": "permit_signals"}
+           "council_captions": "civic_intelligence", "permits": "permit_signals",
+           "independent/email": "email_threads", "independent/markdown": "docs", "independent/council": "civic_intelligence"}
 DAY = dt.date(2026, 11, 24)
 
 
