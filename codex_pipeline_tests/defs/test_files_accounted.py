@@ -15,6 +15,7 @@ import dagster as dg
 
 from codex_pipeline.defs.definitions import build_definitions
 from codex_pipeline.settings import CodexSettings
+from codex_pipeline.sources.email.mbox import split_mbox
 from codex_pipeline.warehouse.storage import Warehouse
 from codex_pipeline_tests.conftest import FIXTURES, land, materialize_dataset, query_catalog
 from codex_pipeline_tests.fakes import FakeEmbedding
@@ -52,10 +53,13 @@ def test_every_documents_file_is_accounted_for(warehouse: Warehouse) -> None:
 def test_every_email_message_is_threaded_or_rejected(warehouse: Warehouse) -> None:
     landing = land(warehouse, "email_threads", DAY, FIXTURES / "email_threads")
     (landing / "notes.txt").write_text("not mail")
+    mbox = landing / "threads.mbox"
+    read = len(split_mbox(mbox.read_bytes())[0])  # the messages its separator lines start
+    mbox.write_bytes(b"stray text before the first message\n\n" + mbox.read_bytes())  # a reject, not a message
     result = materialize_dataset(warehouse, "email_threads", DAY)
     assert result.success
     meta = _raw_metadata(result, "email_threads")
-    assert meta["messages_read"] == meta["messages_landed"] + meta["messages_rejected"] > 0
+    assert meta["messages_read"] == meta["messages_landed"] + meta["messages_rejected"] == read + 1  # + reply.eml
     assert (meta["files_found"], meta["files_landed"], meta["files_rejected"]) == (3, 2, 1)
     outcomes = dict(query_catalog(warehouse, "SELECT file, outcome FROM codex.email_threads_files"))
     assert outcomes == {"threads.mbox": "landed", "reply.eml": "landed", "notes.txt": "rejected"}
