@@ -75,16 +75,21 @@ def print_report(r: CheckReport, max_rejects: int) -> None:
     print(f"mapping {r.mapping} → dataset {r.dataset} (kind {r.kind}); file {r.file}")
     for why in r.file_rejects:
         print(f"FILE REJECTED: {why}")
-    print(f"rows: {r.rows} read, {r.landed} would land, {len(r.rejects)} rejected")
+    print(f"rows: {r.rows} read, {r.landed} would land, {len(r.rejects)} rejected"
+          + (f", {r.merged} merged" if r.merged else "") + (f", {r.filtered} filtered" if r.filtered else ""))
     for o in r.first_rows:
         if o.reject is not None:
-            print(f"\n{o.ref}: REJECTED: {o.reject}")
+            print(f"\n{o.ref}: {'' if o.reject.startswith('merged into') else 'REJECTED: '}{o.reject}")
         else:
             print(f"\n{o.ref}: lands as")
             print("  " + (o.text or "").replace("\n", "\n  "))
     if r.rejects:
         print(f"\nrejects ({len(r.rejects)}{'' if len(r.rejects) <= max_rejects else f', first {max_rejects}'}):")
         for ref, why in r.rejects[:max_rejects]:
+            print(f"  {ref}: {why}")
+    if r.notes:
+        print(f"\nnotes: optional values nulled, rows kept ({len(r.notes)}):")
+        for ref, why in r.notes[:max_rejects]:
             print(f"  {ref}: {why}")
 
 

@@ -3,8 +3,9 @@
 Row accounting (:mod:`~codex_pipeline.pipeline.row_accounting`) checks the rows of files
 that hold rows; this checks the files themselves, for every reader that takes files
 (documents, email, Markdown, HTML, civic records, mapped exports). A file that gave at
-least one document *landed*; one a reject names is *rejected*; tombstone files and
-exports holding a header and no rows are *skipped*, with the reason. Any other file was
+least one document *landed*; one a reject names is *rejected*; tombstone files, exports
+holding a header and no rows, and exports whose every row a mapping's ``filters:`` left out
+or ``duplicates:`` merged into another row are *skipped*, with the reason. Any other file was
 read and left no trace: the raw step fails naming it rather than lose it silently.
 
 An mbox holds many messages, which become threads across files: for such files the
@@ -127,10 +128,27 @@ def account_files(
             out.append(FileOutcome(name, SKIPPED, 0, TOMBSTONE_REASON.format(dataset=dataset)))
         elif rows_read.get(name) == 0:
             out.append(FileOutcome(name, SKIPPED, 0, NO_ROWS_REASON))
+        elif name in rows_read and (why := _left_out(name, rows_read)):
+            out.append(FileOutcome(name, SKIPPED, 0, why))
         else:
             out.append(FileOutcome(name, UNACCOUNTED))
     mail = tuple((f, read, threaded, message_rejects[f]) for f, (read, threaded) in sorted((messages or {}).items()))
     return FileAccount(tuple(out), mail)
+
+
+def _left_out(name: str, rows_read: Mapping[str, int]) -> str | None:
+    """Why a file whose every row was filtered out or merged into another row landed nothing (None: not so).
+
+    ``rows_read`` is the row readers' tally (:class:`~codex_pipeline.sources.tally.Tally`), which
+    also counts, per file, rows a mapping's ``filters:`` left out and rows merged by ``duplicates:``.
+    """
+    merged = getattr(rows_read, "merged", {}).get(name, 0)
+    filtered = getattr(rows_read, "filtered", {}).get(name, 0)
+    if not (merged or filtered) or merged + filtered != rows_read[name]:
+        return None
+    parts = ([f"{filtered} left out by the mapping's filters"] if filtered else []) + (
+        [f"{merged} merged into rows with the same id"] if merged else [])
+    return f"no row of its own landed: of {rows_read[name]} row(s) read, " + " and ".join(parts)
 
 
 def check_files(account: FileAccount, dataset: str, day: dt.date) -> None:

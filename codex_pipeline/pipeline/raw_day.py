@@ -72,14 +72,18 @@ def run_raw_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog | N
     marks, change = _tombstones(spec, wh, day, landing, ingested.record_ids)
     write_if_any(wh, steps.rejects_table(spec.name, day, marks.rejects), spec.name, "rejects", day, "tombstone")
     created = ensure_views(wh, [(spec.name, t) for t in RAW_VIEWS])
-    if ingested.rejects.num_rows or marks.rejects:
-        rec.warning(f"{ingested.rejects.num_rows + len(marks.rejects)} rejected input(s) in {landing}; "
+    notes = _notes(ingested.rejects)  # optional values nulled, rows kept: not rejects
+    if ingested.rejects.num_rows - notes or marks.rejects:
+        rec.warning(f"{ingested.rejects.num_rows - notes + len(marks.rejects)} rejected input(s) in {landing}; "
                     f"see codex.{spec.name}_rejects")
+    if notes:
+        rec.info(f"{notes} optional value(s) nulled with a note (stage 'note') in codex.{spec.name}_rejects")
     return RawDayResult(
-        spec.name, day, landing, documents=ingested.documents, rejects=ingested.rejects.num_rows,
+        spec.name, day, landing, documents=ingested.documents, rejects=ingested.rejects.num_rows - notes,
         rejects_preview=rejects_preview(ingested.rejects), tombstones=len(marks.tombstones),
         tombstone_rejects=len(marks.rejects), current=change.as_metadata() if change else {},
-        rows=ingested.rows.as_metadata(), rows_by_file=ingested.rows.markdown(), files=ingested.files.as_metadata(),
+        rows=ingested.rows.as_metadata() | ({"notes": notes} if notes else {}), rows_by_file=ingested.rows.markdown(),
+        files=ingested.files.as_metadata(),
         path=ingested.path, views_created=tuple(created), damaged=damaged, warnings=tuple(rec.warnings),
     )
 
@@ -114,6 +118,13 @@ def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _I
         path = out.publish() if failure is None else None
     rejects = steps.rejects_table(spec.name, day, rejected)
     return _Ingested(ingest.documents, frozenset(ingest.record_ids), rejects, path, rows, files, failure)
+
+
+def _notes(rejects: pa.Table) -> int:
+    """Rows of the rejects table that are notes (stage ``note``: a value nulled, its row kept)."""
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.equal(rejects["stage"], "note")).as_py() or 0) if rejects.num_rows else 0
 
 
 @contextlib.contextmanager

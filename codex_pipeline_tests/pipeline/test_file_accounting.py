@@ -20,6 +20,7 @@ from codex_pipeline.pipeline.file_accounting import (
     check_files,
 )
 from codex_pipeline.pipeline.row_accounting import RawDayFailed
+from codex_pipeline.sources.tally import Tally
 
 DAY = dt.date(2026, 11, 24)
 
@@ -90,3 +91,18 @@ def test_found_is_landed_plus_rejected_plus_skipped(outcomes: list[str]) -> None
         meta = acc.as_metadata()
         assert meta["files_found"] == len(names) == meta["files_landed"] + meta["files_rejected"] + meta["files_skipped"]
         assert meta["files_landed"] == len(landed) and meta["files_rejected"] == len(rejects)
+
+
+def test_a_file_whose_rows_were_all_filtered_or_merged_is_skipped(tmp_path: Path) -> None:
+    day = _day(tmp_path, "a.csv", "b.csv", "c.csv")
+    tally = Tally()
+    tally.update({"a.csv": 3, "b.csv": 4, "c.csv": 2})
+    tally.filtered.update({"b.csv": 3, "c.csv": 1})
+    tally.merged.update({"b.csv": 1})
+    acc = account_files(day, "m", {"a.csv": 3}, [], rows_read=tally)
+    got = {f.file: (f.outcome, f.reason) for f in acc.files}
+    assert got["b.csv"] == (SKIPPED, "no row of its own landed: of 4 row(s) read, 3 left out by the mapping's "
+                                     "filters and 1 merged into rows with the same id")
+    assert got["c.csv"][0] == UNACCOUNTED  # one of its 2 rows is nowhere
+    with pytest.raises(RawDayFailed, match="c.csv was read"):
+        check_files(acc, "m", DAY)

@@ -26,8 +26,7 @@ def mapping_columns(m: SourceMapping) -> Columns:
     """The mapped fields in mapping order with their types (a permit or event field: its schema's), then
     ``latitude`` / ``longitude`` when the mapping has ``coordinates``."""
     if m.kind == "record":
-        return tuple((f.name, (m.fields[f.name].type or "string") if f.name in m.fields else f.type)
-                     for f in record_fields(m)[1:])
+        return tuple((f.name, f.type) for f in record_fields(m)[1:])  # a block: list[object], a JSON column
     schema = PERMIT_SCHEMA if m.kind == "permit" else EVENT_SCHEMA
     types = {f.name: f.type for f in schema.fields}
     names = [*m.fields, *(COORDINATES if m.coordinates is not None else ())]
