@@ -141,3 +141,30 @@ def test_any_payload_value_casts_or_is_null(value: object, value_type: str) -> N
 def test_a_field_name_that_is_not_an_identifier_never_reaches_sql() -> None:
     with pytest.raises(ValueError, match="not a plain identifier"):
         column_sql('x") AS y, (SELECT 1', "string")
+
+
+def test_an_optional_bad_value_is_a_null_in_the_view(tmp_path: Path) -> None:
+    mapping = MAPPING.replace("stems: {column: Stems, type: integer}", "stems: {column: Stems, type: integer, optional: true}")
+    ok, wh = _materialize(tmp_path, mapping, ["T-5,Yew,,2,many,true,2020-01-01,,,,"])
+    assert ok
+    assert query_catalog(wh, "SELECT record_id, stems, height_m FROM codex.tree_records_records") == [("T-5", None, 2.0)]
+    assert query_catalog(wh, "SELECT count(*) FROM codex.tree_records_rejects WHERE stage = 'note'")[0][0] == 1
+
+
+def test_a_block_field_is_a_json_column() -> None:
+    import json
+
+    from codex_pipeline.sources.mapping.schema import parse_mapping
+
+    m = parse_mapping(MAPPING.replace("fields:\n", """fields:
+  crew:
+    block: {pattern: "C_{n}_{part}", last: 2, parts: [NAME, ROLE]}
+"""), "m.yaml")
+    assert dict(mapping_columns(m))["crew"] == "list[object]"
+    con = duckdb.connect()
+    try:
+        sql = f"SELECT {column_sql('crew', 'list[object]')} FROM (SELECT ? AS payload) r"
+        (got,) = con.execute(sql, [json.dumps({"crew": [{"name": "A", "role": "B"}]})]).fetchone()
+    finally:
+        con.close()
+    assert json.loads(got) == [{"name": "A", "role": "B"}]
