@@ -59,3 +59,29 @@ def count_filtered(source_file: str, rows: int) -> None:
     tally = _TALLY.get()
     if tally is not None and rows:
         tally.filtered[source_file] += rows
+
+
+_MESSAGES: ContextVar[dict[str, list[int]] | None] = ContextVar("message_tally", default=None)
+
+
+@contextlib.contextmanager
+def counting_messages() -> Iterator[dict[str, list[int]]]:
+    """Mail readers called inside record, per file, ``[messages read, messages threaded]`` in the dict yielded."""
+    tally: dict[str, list[int]] = {}
+    token = _MESSAGES.set(tally)
+    try:
+        yield tally
+    finally:
+        _MESSAGES.reset(token)
+
+
+def count_messages(source_file: str, read: int = 0, threaded: int = 0) -> None:
+    """Add to the messages ``source_file`` held (``read``) and those that went into a landed thread (``threaded``).
+
+    The others must be rejects of that file (a reject that stands for no message has ``rows=0``).
+    """
+    tally = _MESSAGES.get()
+    if tally is not None:
+        got = tally.setdefault(source_file, [0, 0])
+        got[0] += read
+        got[1] += threaded
