@@ -54,6 +54,7 @@ from codex_pipeline.core.ids import make_chunk_id, make_doc_id
 from codex_pipeline.embeddings import embeddings_schema
 from codex_pipeline.pipeline.embeddings_day import UNITS_TABLE, units_of
 from codex_pipeline.warehouse.current import ensure_index, landed_from_raw, update_index
+from codex_pipeline.warehouse.step_settings import StepSettings, size_bytes
 from codex_pipeline.warehouse.storage import Warehouse
 
 DATASET = "permit_signals"
@@ -234,9 +235,9 @@ def phase_build(args: argparse.Namespace) -> dict[str, float]:
     from codex_pipeline.embeddings import make_embedder
     from codex_pipeline.retrieval import update_dataset_index
 
-    wh = Warehouse(args.data_dir)
+    wh = Warehouse(args.data_dir, StepSettings(build_memory_limit=args.build_memory))
     embedder = make_embedder("local")
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"build_memory_limit": size_bytes(wh.steps.build_memory()) / 2**20}
     synth = Synth(args.seed + 1, args.chunks, args.relanded, embedder.model, embedder.version)
     synth.next_record = json.loads((Path(args.data_dir) / MARKER).read_text())["next_record"]
     t0 = time.perf_counter()
@@ -278,7 +279,7 @@ def phase_search(args: argparse.Namespace) -> dict[str, Any]:
     index = retriever.index(DATASET)
     rng = np.random.default_rng(7)
     rows = rng.integers(0, len(index), args.queries)
-    queries = []
+    queries, phrases = [], []
     for i, r in enumerate(rows.tolist()):
         text = index.rows.column("chunk_text")[r].as_py()
         words = text.replace(".", "").split()
@@ -287,7 +288,9 @@ def phase_search(args: argparse.Namespace) -> dict[str, Any]:
         else:  # a few words of a chunk
             start = int(rng.integers(0, max(1, len(words) - 6)))
             queries.append(" ".join(words[start:start + 5]))
+            phrases.append((" ".join(words[start:start + 10]), index.rows.column("chunk_id")[r].as_py()))
     out: dict[str, Any] = {"cold_start_s": cold}
+    out.update(_correctness(retriever, index, queries, phrases))
     for mode in ("vector", "bm25", "hybrid"):
         times = []
         for q in queries:
@@ -312,10 +315,39 @@ def phase_search(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _correctness(retriever: Any, index: Any, queries: list[str], phrases: list[tuple[str, str]]) -> dict[str, float]:
+    """Whether search is right, not only fast: the graph's top 10 against an exact scan of every vector
+    (usearch's ``exact=True``) for each query's embedding, and how often a ten-word phrase of a chunk finds
+    that chunk (or one holding the phrase too) first with the default hybrid search."""
+    def recall(vectors: np.ndarray) -> float:
+        overlap = []
+        for v in vectors:
+            got = set(index.graph.search(v, 10).keys.tolist())
+            exact = set(index.graph.search(v, 10, exact=True).keys.tolist())
+            overlap.append(len(got & exact) / max(1, len(exact)))
+        return float(np.mean(overlap))
+
+    rng = np.random.default_rng(3)
+    # the synthetic vectors lie around topic centroids the MiniLM queries know nothing of: a query's cosines are
+    # all near 0 and its exact top 10 is nearly a tie, so recall is also measured on queries like the data
+    stored = np.asarray(index.graph.get(index.keys[rng.integers(0, len(index.keys), len(queries))]), np.float32)
+    near = stored + 0.06 * rng.standard_normal(stored.shape).astype(np.float32)
+    def words(text: str) -> str:
+        return " ".join(text.replace(".", " ").split())
+
+    # right: the phrase's own chunk first, or (a phrase of common words several chunks hold) a chunk holding it
+    first = [bool(hits) and (hits[0].chunk_id == cid or words(phrase) in words(hits[0].text))
+             for phrase, cid in phrases for hits in [retriever.search(phrase, k=1)]]
+    return {"vector_recall_at_10": recall(near / np.linalg.norm(near, axis=1, keepdims=True)),
+            "query_vector_recall_at_10": recall(np.asarray(retriever.embedder.embed(queries).vectors, np.float32)),
+            "phrase_top1": float(np.mean(first)) if first else 0.0}
+
+
 def _run(phase: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--phase", phase, "--data-dir", str(args.data_dir),
            "--partitions", str(args.partitions), "--chunks", str(args.chunks), "--queries", str(args.queries),
            "--relanded", str(args.relanded), "--seed", str(args.seed)]
+    cmd += ["--build-memory", args.build_memory] if args.build_memory else []
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"bench_search: the {phase} phase failed:\n{proc.stderr[-4000:]}")
@@ -332,6 +364,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--keep", action="store_true", help="keep the data directory")
+    p.add_argument("--build-memory", default=None,
+                   help="the build's DuckDB memory limit (CODEX_BUILD_MEMORY_LIMIT; default: a share of the machine)")
     p.add_argument("--search-only", action="store_true",
                    help="measure the search process only, on the index a --keep'd --data-dir already holds")
     p.add_argument("--phase", choices=["synth", "build", "search"], default=None, help=argparse.SUPPRESS)
@@ -352,6 +386,7 @@ def main() -> None:
             shutil.rmtree(args.data_dir, ignore_errors=True)
     if synth is not None and build is not None:
         print(f"synthesize: {synth['synthesize_s']:.1f} s")
+        print(f"build memory limit: {build['build_memory_limit']:.0f} MiB")
         print(f"index build (current corpus {int(build['indexed_chunks'])} chunks, {int(build['indexed_vectors'])} vectors, "
               f"{int(build['indexed_units'])} unit vectors): {build['build_s']:.1f} s, peak RSS {build['build_peak_rss_mb']:.0f} MB, "
               f"index files {build['build_files_mb']:.0f} MB")
@@ -360,6 +395,9 @@ def main() -> None:
     print(f"search process cold start (open + model load + first query): {search['cold_start_s']:.2f} s")
     for mode in ("vector", "bm25", "hybrid"):
         print(f"  {mode:<6} p50 {search[f'{mode}_p50_ms']:.1f} ms  p95 {search[f'{mode}_p95_ms']:.1f} ms")
+    print(f"vector recall@10 against an exact scan: {search['vector_recall_at_10']:.3f} for vectors like the data, "
+          f"{search['query_vector_recall_at_10']:.3f} for the queries' own; "
+          f"ten-word phrase finds a chunk holding it first (hybrid): {100 * search['phrase_top1']:.1f}%")
     print(f"  point lookup p50 {search['lookup_p50_ms']:.2f} ms  p95 {search['lookup_p95_ms']:.2f} ms")
     print(f"search process peak RSS: {search['search_peak_rss_mb']:.0f} MB; RSS by stage (MB):")
     for stage, mem in search.get("stages", {}).items():

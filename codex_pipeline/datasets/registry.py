@@ -36,13 +36,20 @@ from codex_pipeline.sources.civic import load_civic_day
 from codex_pipeline.sources.documents import iter_documents_day, load_documents_day
 from codex_pipeline.sources.email.reader import load_email_day
 from codex_pipeline.sources.events import load_events_day
+from codex_pipeline.sources.mapping.columns import mapping_columns, schema_columns
 from codex_pipeline.sources.mapping.kinds import MappedDataset, load_mapped_dataset, mapping_files
 from codex_pipeline.sources.mapping.schema import MappingError, mapping_digest, with_line
 from codex_pipeline.sources.markdown import iter_docs_day, load_docs_day
 from codex_pipeline.sources.narrative import iter_narrative_day, load_narrative_day
 from codex_pipeline.sources.osha import load_osha_day
 from codex_pipeline.sources.pdf_ocr import ENGINE as OCR_ENGINE
-from codex_pipeline.sources.permits import CALGARY_MAPPING_FILE, MAPPINGS_DIR, calgary_mapping, load_permits_day
+from codex_pipeline.sources.permits import (
+    CALGARY_MAPPING_FILE,
+    MAPPINGS_DIR,
+    PERMIT_SCHEMA,
+    calgary_mapping,
+    load_permits_day,
+)
 from codex_pipeline.sources.structured import (
     load_lehd_flows_day,
     load_poi_intelligence_day,
@@ -75,6 +82,8 @@ class DatasetSpec:
     # None: not checked (the built-ins' samples reject on purpose). Mapped datasets: the mapping's, default 0.5
     max_reject_ratio: float | None = None
     mapping_file: Path | None = None  # the mapping a mapped dataset was registered from, for error lines
+    # ((field, value type), …) of the payload: the typed columns of `codex.<dataset>_records` (none: no such view)
+    record_columns: tuple[tuple[str, str], ...] = ()
 
     @property
     def chunked(self) -> bool:
@@ -155,6 +164,7 @@ def built_in_specs() -> tuple[DatasetSpec, ...]:
             # 2: the reader stores its structure (raw.blocks); +digest of the Calgary mapping file
             source_version=f"2+{mapping_digest(calgary_mapping())}",
             propositions=True,
+            record_columns=schema_columns(PERMIT_SCHEMA),
         ),
         DatasetSpec(
             name="osha_safety",
@@ -261,6 +271,7 @@ def mapped_spec(md: MappedDataset) -> DatasetSpec:
         max_reject_ratio=md.mapping.max_reject_ratio,
         mapping_file=md.path,
         iter_day=md.iter_day,  # a CSV mapping streams its days page by page (None: load_day, whole)
+        record_columns=mapping_columns(md.mapping),
     )
 
 

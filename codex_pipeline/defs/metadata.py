@@ -33,7 +33,8 @@ def raw_metadata(done: RawDayResult) -> dict[str, Any]:
         "documents": done.documents,
         "rejects": done.rejects,
         "rejects_preview": dg.MetadataValue.md(done.rejects_preview),
-        **done.rows,  # rows_read = rows_landed + rows_rejected, checked file by file
+        **done.rows,  # rows_read = rows_landed + rows_rejected + rows_merged + rows_filtered, checked file by file
+        **done.files,  # files_found = landed + rejected + skipped, checked file by file (codex.<dataset>_files)
         **({"rows_by_file": dg.MetadataValue.md(done.rows_by_file)} if done.rows_by_file else {}),
         "tombstones": done.tombstones,
         "tombstone_rejects": done.tombstone_rejects,

@@ -31,6 +31,7 @@ class CodexWarehouse(dg.ConfigurableResource):
     checkpoint_inputs: int = CheckpointSettings().every_inputs
     checkpoint_seconds: float = CheckpointSettings().every_seconds
     follow_landing_links: bool = False
+    build_memory_limit: str | None = None
 
     @classmethod
     def from_settings(cls, settings: CodexSettings) -> "CodexWarehouse":
@@ -38,12 +39,13 @@ class CodexWarehouse(dg.ConfigurableResource):
         t = settings.steps
         return cls(data_dir=str(settings.data_dir) if settings.data_dir else None, redirect_threads=t.redirect_threads,
                    checkpoint_inputs=t.checkpoint.every_inputs, checkpoint_seconds=t.checkpoint.every_seconds,
-                   follow_landing_links=t.follow_landing_links)
+                   follow_landing_links=t.follow_landing_links, build_memory_limit=t.build_memory_limit)
 
     def get(self) -> Warehouse:
         """The warehouse, with this resource's step settings."""
         checkpoint = CheckpointSettings(self.checkpoint_inputs, self.checkpoint_seconds)
-        return Warehouse(self.data_dir, StepSettings(self.redirect_threads, checkpoint, self.follow_landing_links))
+        return Warehouse(self.data_dir, StepSettings(self.redirect_threads, checkpoint, self.follow_landing_links,
+                                                     self.build_memory_limit))
 
 
 class CodexDuckDB(dg.ConfigurableResource):

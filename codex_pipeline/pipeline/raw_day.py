@@ -19,18 +19,20 @@ from codex_pipeline.core.contract import RAW_SCHEMA
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.datasets import steps
 from codex_pipeline.datasets.registry import DatasetSpec
+from codex_pipeline.pipeline.file_accounting import FILES_TABLE, FileAccount, account_files, check_files
 from codex_pipeline.pipeline.housekeeping import rejects_preview, set_aside_damaged, write_if_any
 from codex_pipeline.pipeline.reporting import Recorder
 from codex_pipeline.pipeline.results import RawDayResult, StepLog
 from codex_pipeline.pipeline.row_accounting import RawDayFailed, RowAccount, account_rows, check_rows
 from codex_pipeline.sources.files import day_folder_link, landing_scope, screen_landing, unusable
-from codex_pipeline.sources.tally import counting_rows
+from codex_pipeline.sources.tally import counting_messages, counting_rows
 from codex_pipeline.sources.tombstones import TOMBSTONE_FILES, Tombstones, read_tombstones, without_tombstones
 from codex_pipeline.warehouse.catalog import ensure_views
 from codex_pipeline.warehouse.current import IndexChange, ensure_index, tombstones_table, update_index
+from codex_pipeline.warehouse.records_view import record_columns_stamp
 from codex_pipeline.warehouse.storage import Warehouse
 
-RAW_VIEWS = ("raw", "rejects", "documents", "tombstones", "redirects")
+RAW_VIEWS = ("raw", "rejects", "documents", "tombstones", "redirects", FILES_TABLE)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class _Ingested:
     rejects: pa.Table
     path: Path | None  # None: not published (the rows did not add up, or too many were rejected)
     rows: RowAccount
+    files: FileAccount
     failure: str | None = None
 
 
@@ -61,21 +64,26 @@ def run_raw_day(spec: DatasetSpec, wh: Warehouse, day: dt.date, log: StepLog | N
         rec.warning(f"no landing folder {landing}: the {day} partition of {spec.name} is empty")
     ingested = _ingest(spec, wh, day, landing)
     wh.write(ingested.rejects, spec.name, "rejects", day, part="ingest")
+    wh.write(ingested.files.table(day), spec.name, FILES_TABLE, day)  # what became of each landing file
     if ingested.failure is not None:  # the rejects stay queryable; nothing of the day is published
-        ensure_views(wh, [(spec.name, "rejects")])
+        ensure_views(wh, [(spec.name, "rejects"), (spec.name, FILES_TABLE)])
         rec.error(ingested.failure)
         raise RawDayFailed(ingested.failure)
     marks, change = _tombstones(spec, wh, day, landing, ingested.record_ids)
     write_if_any(wh, steps.rejects_table(spec.name, day, marks.rejects), spec.name, "rejects", day, "tombstone")
     created = ensure_views(wh, [(spec.name, t) for t in RAW_VIEWS])
-    if ingested.rejects.num_rows or marks.rejects:
-        rec.warning(f"{ingested.rejects.num_rows + len(marks.rejects)} rejected input(s) in {landing}; "
+    notes = _notes(ingested.rejects)  # optional values nulled, rows kept: not rejects
+    if ingested.rejects.num_rows - notes or marks.rejects:
+        rec.warning(f"{ingested.rejects.num_rows - notes + len(marks.rejects)} rejected input(s) in {landing}; "
                     f"see codex.{spec.name}_rejects")
+    if notes:
+        rec.info(f"{notes} optional value(s) nulled with a note (stage 'note') in codex.{spec.name}_rejects")
     return RawDayResult(
-        spec.name, day, landing, documents=ingested.documents, rejects=ingested.rejects.num_rows,
+        spec.name, day, landing, documents=ingested.documents, rejects=ingested.rejects.num_rows - notes,
         rejects_preview=rejects_preview(ingested.rejects), tombstones=len(marks.tombstones),
         tombstone_rejects=len(marks.rejects), current=change.as_metadata() if change else {},
-        rows=ingested.rows.as_metadata(), rows_by_file=ingested.rows.markdown(),
+        rows=ingested.rows.as_metadata() | ({"notes": notes} if notes else {}), rows_by_file=ingested.rows.markdown(),
+        files=ingested.files.as_metadata(),
         path=ingested.path, views_created=tuple(created), damaged=damaged, warnings=tuple(rec.warnings),
     )
 
@@ -93,19 +101,30 @@ def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _I
         landing_scope(landing, wh.steps.follow_landing_links),  # what readers may follow links into
         _readable(landing, wh.steps.follow_landing_links) as folder,  # no _deleted.* files, no day-folder link
         counting_rows() as tally,
-        wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version}) as out,
+        counting_messages() as mail,
+        wh.writer(spec.name, "raw", day, RAW_SCHEMA, stamp={"source_version": spec.source_version,
+                                                             **record_columns_stamp(spec.record_columns)}) as out,
     ):
         rejected += screen_landing(landing)  # links leaving the folder, hidden files, control characters
         for table in ingest.tables(spec.documents(folder, rejected)):
             out.write(table)
         rows = account_rows(tally, ingest.by_file, rejected)
+        files = account_files(landing, spec.name, ingest.by_file, rejected, tally, mail)
         try:
             check_rows(rows, spec.name, day, spec.max_reject_ratio, spec.mapping_file)
+            check_files(files, spec.name, day)  # every landing file landed, rejected or skipped
         except RawDayFailed as exc:
             failure = str(exc)
         path = out.publish() if failure is None else None
     rejects = steps.rejects_table(spec.name, day, rejected)
-    return _Ingested(ingest.documents, frozenset(ingest.record_ids), rejects, path, rows, failure)
+    return _Ingested(ingest.documents, frozenset(ingest.record_ids), rejects, path, rows, files, failure)
+
+
+def _notes(rejects: pa.Table) -> int:
+    """Rows of the rejects table that are notes (stage ``note``: a value nulled, its row kept)."""
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.equal(rejects["stage"], "note")).as_py() or 0) if rejects.num_rows else 0
 
 
 @contextlib.contextmanager

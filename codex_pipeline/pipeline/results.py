@@ -51,6 +51,7 @@ class RawDayResult:
     warnings: tuple[str, ...] = ()  # what was logged at warning level or above
     rows: dict[str, int] = field(default_factory=dict)  # rows_read / rows_landed / rows_rejected of row-reading files
     rows_by_file: str = ""  # Markdown table: each row-reading file's rows read, landed, rejected
+    files: dict[str, int] = field(default_factory=dict)  # files_found = files_landed + files_rejected + files_skipped
 
 
 @dataclass(frozen=True)

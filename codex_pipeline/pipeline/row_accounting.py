@@ -1,11 +1,13 @@
-"""Every input row of a landing day accounted for: read = landed + rejected, file by file.
+"""Every input row of a landing day accounted for: read = landed + rejected + merged + filtered, file by file.
 
 Row readers report each file's row count (:mod:`~codex_pipeline.sources.tally`); the raw
 step counts the documents it kept per file and the ingest rejects per file (a whole file
 rejected after reading stands for all its rows). A file whose counts do not add up would
 be rows lost without a word, so the step fails naming the file instead. A dataset with a
 ``max_reject_ratio`` (every mapped dataset) also fails a day whose rejected share is over
-it, and a day where rows were read and none landed, whatever the ratio.
+it, and a day where rows were read and none landed, whatever the ratio. Rows a mapping's
+``duplicates:`` folded into another row are ``merged``, rows its ``filters:`` left out are
+``filtered``: both accounted for, neither a reject; filtered rows are not judged by the ratio.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codex_pipeline.core.documents import Reject
+from codex_pipeline.sources.tally import Tally
 
 
 class RawDayFailed(RuntimeError):
@@ -31,11 +34,13 @@ class FileRows:
     read: int
     landed: int
     rejected: int
+    merged: int = 0  # folded into a later row with the same id
+    filtered: int = 0  # left out by the mapping's filters
 
     @property
     def balanced(self) -> bool:
-        """True when every row read landed or was rejected."""
-        return self.read == self.landed + self.rejected
+        """True when every row read landed, was rejected, merged or filtered."""
+        return self.read == self.landed + self.rejected + self.merged + self.filtered
 
 
 @dataclass(frozen=True)
@@ -59,16 +64,28 @@ class RowAccount:
         """Rows rejected by name (rows of a whole file rejected included)."""
         return sum(f.rejected for f in self.files)
 
+    @property
+    def merged(self) -> int:
+        """Rows folded into another row with their id."""
+        return sum(f.merged for f in self.files)
+
+    @property
+    def filtered(self) -> int:
+        """Rows the mapping's filters left out."""
+        return sum(f.filtered for f in self.files)
+
     def as_metadata(self) -> dict[str, int]:
         """The day's totals, for the raw step's metadata."""
-        return {"rows_read": self.read, "rows_landed": self.landed, "rows_rejected": self.rejected}
+        return {"rows_read": self.read, "rows_landed": self.landed, "rows_rejected": self.rejected,
+                "rows_merged": self.merged, "rows_filtered": self.filtered}
 
     def markdown(self) -> str:
         """A Markdown table of the files and their counts (empty when no file reads rows)."""
         if not self.files:
             return ""
-        lines = ["| file | rows read | landed | rejected |", "|---|---:|---:|---:|"]
-        lines += [f"| {_cell(f.file)} | {f.read} | {f.landed} | {f.rejected} |" for f in self.files]
+        lines = ["| file | rows read | landed | rejected | merged | filtered |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {_cell(f.file)} | {f.read} | {f.landed} | {f.rejected} | {f.merged} | {f.filtered} |"
+                  for f in self.files]
         return "\n".join(lines)
 
 
@@ -82,7 +99,10 @@ def account_rows(tally: Mapping[str, int], landed: Mapping[str, int], rejects: I
     for r in rejects:
         if r.stage == "ingest" and r.source_file in tally:
             rejected[r.source_file] += r.rows
-    return RowAccount(tuple(FileRows(f, tally[f], landed.get(f, 0), rejected[f]) for f in sorted(tally)))
+    merged = tally.merged if isinstance(tally, Tally) else {}
+    filtered = tally.filtered if isinstance(tally, Tally) else {}
+    return RowAccount(tuple(FileRows(f, tally[f], landed.get(f, 0), rejected[f], merged.get(f, 0), filtered.get(f, 0))
+                            for f in sorted(tally)))
 
 
 def check_rows(account: RowAccount, dataset: str, day: dt.date, max_reject_ratio: float | None,
@@ -91,19 +111,21 @@ def check_rows(account: RowAccount, dataset: str, day: dt.date, max_reject_ratio
     where = f"{dataset} {day}"
     for f in account.files:
         if not f.balanced:
-            lost = f.read - f.landed - f.rejected
+            lost = f.read - f.landed - f.rejected - f.merged - f.filtered
             raise RawDayFailed(
-                f"{where}: {f.file}: {f.read} row(s) read but {f.landed} landed and {f.rejected} rejected "
+                f"{where}: {f.file}: {f.read} row(s) read but {f.landed} landed, {f.rejected} rejected, "
+                f"{f.merged} merged and {f.filtered} filtered "
                 f"({abs(lost)} {'unaccounted for' if lost > 0 else 'counted twice'}); nothing was published for "
                 "the day: a bug in the reader, please report it with the file")
-    if max_reject_ratio is None or not account.read:
+    judged = account.read - account.filtered  # rows the mapping chose to leave out are not the export's fault
+    if max_reject_ratio is None or not judged:
         return
-    share = account.rejected / account.read
+    share = account.rejected / judged
     if account.landed and share <= max_reject_ratio:
         return
     setting = f"max_reject_ratio in {mapping.name}" if mapping else "max_reject_ratio"
     raise RawDayFailed(
-        f"{where}: {account.rejected} of {account.read} row(s) rejected ({share:.0%}), "
+        f"{where}: {account.rejected} of {judged} row(s) rejected ({share:.0%}), "
         + (f"over {setting} ({max_reject_ratio:g})" if account.landed else "none landed")
         + f"; see why in codex.{dataset}_rejects, then fix the export or the mapping"
         + (f" (or raise {setting})" if account.landed else "") + " and materialize the day again")

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 K1 = 1.5
 B = 0.75
 TERMS_FILE = "terms.json"
+PHRASE_ROWS = 50_000
+"""Rows holding every word of a phrase whose term lists are read to find it in order (a few MB of term ids at
+most): an engineering bound; a phrase of only the commonest words is matched in the first rows that hold them all."""
 REUSE_BATCH_ROWS = 65_536
 """Reused rows copied at a time (their positions are int64 per term: all at once, GBs at a year of partitions)."""
 
@@ -138,6 +141,8 @@ def score_matrix(table: TermTable, k1: float = K1, b: float = B) -> sp.csc_matri
     data = np.empty(int(indptr[-1]), np.float32)
     cursor = indptr[:-1].copy()
     for rows, terms, tf in _batch_pairs(table):
+        if not len(terms):  # a batch of rows without a word (only stopwords or punctuation)
+            continue
         order = np.argsort(terms, kind="stable")  # by term, rows ascending within a term
         rows, terms, tf = rows[order], terms[order], tf[order]
         starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
@@ -213,6 +218,32 @@ class Bm25:
             out[self._indices.read(s, e)] += self._data.read(s, e)  # row indices within one column are unique
         return out
 
+
+    def rows_holding(self, sequence: Sequence[str]) -> np.ndarray:
+        """Rows whose stored words hold ``sequence`` in order and side by side: the rows every word's column
+        holds (the rarest first), then their term lists (of the first :data:`PHRASE_ROWS`) read back to back and
+        the words' positions matched in one pass per word."""
+        known = [self.vocab.get(t) for t in sequence]
+        ids = [j for j in known if j is not None and j + 1 < len(self.indptr)]
+        if not ids or len(ids) < len(known):  # a word no row holds: no row holds the phrase
+            return np.empty(0, np.int64)
+        rows: np.ndarray | None = None
+        for j in sorted(set(ids), key=lambda j: int(self.indptr[j + 1] - self.indptr[j])):
+            held = self._indices.read(int(self.indptr[j]), int(self.indptr[j + 1]))
+            rows = held if rows is None else np.intersect1d(rows, held, assume_unique=True)
+            if not len(rows):
+                return np.empty(0, np.int64)
+        assert rows is not None
+        rows = np.sort(rows)[:PHRASE_ROWS]
+        offsets = np.load(self.folder / "offsets.npy", mmap_mode="r")
+        starts, lengths = np.asarray(offsets[rows]), np.asarray(offsets[rows + 1]) - np.asarray(offsets[rows])
+        terms = np.load(self.folder / "term_ids.npy", mmap_mode="r")[_spans(starts, lengths)]  # the rows' lists, back to back
+        owner = np.repeat(np.arange(len(rows)), lengths)
+        at = np.flatnonzero(terms == ids[0])
+        for i, j in enumerate(ids[1:], 1):  # keep the starts whose next words follow in the same row
+            at = at[at + i < len(terms)]
+            at = at[(terms[at + i] == j) & (owner[at + i] == owner[at])]
+        return rows[np.unique(owner[at])].astype(np.int64)
 
     def coverage(self, terms: Sequence[str], row: int) -> float:
         """The IDF-weighted share of the distinct ``terms`` that ``row`` holds (0..1): how fully the row matches

@@ -25,6 +25,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from codex_pipeline.propositions.table import EMBEDDINGS_TABLE as PROPOSITION_EMBEDDINGS
 from codex_pipeline.propositions.table import TABLE as PROPOSITIONS
@@ -39,7 +40,8 @@ from codex_pipeline.retrieval.index_source import (
     TableRows,
 )
 from codex_pipeline.retrieval.proposition_rows import propositions_sql, with_anchors
-from codex_pipeline.warehouse.catalog_views import SCHEMA, views_for
+from codex_pipeline.warehouse.catalog_views import SCHEMA, chunk_rows_sql, views_for
+from codex_pipeline.warehouse.step_settings import size_bytes
 from codex_pipeline.warehouse.storage import Warehouse
 
 SEARCH_INDEX_DIR = "search_index"
@@ -59,8 +61,10 @@ def index_root(wh: Warehouse, dataset: str) -> Path:
 KEY_SQL = ("CASE WHEN regexp_full_match(chunk_id, 'urn:aprs:chunk:[0-9a-f]{16}') "
            "THEN ('0x' || right(chunk_id, 16))::UBIGINT ELSE ('0x' || left(sha256(chunk_id), 16))::UBIGINT END")
 """:func:`~codex_pipeline.retrieval.index_source.chunk_keys` in SQL, so DuckDB sorts by it."""
-BUILD_MEMORY_LIMIT = "512MB"
-"""DuckDB's share of a build: its sort of the chunk rows spills to disk beyond it."""
+SORT_SHARE = 4
+"""One sort of chunk rows holds at most a quarter of the build's memory. DuckDB's sort of wide rows
+(the text) fails rather than spills once they outgrow the limit, so a large corpus is sorted in
+ranges of the key (a hash, so ranges of equal width hold about equal rows), one after another."""
 
 
 @dataclass(frozen=True)
@@ -121,12 +125,26 @@ class WarehouseRows:
     have: set[str]
     where: str
     params: list[Any]
+    chunk_rows: str  # :func:`~codex_pipeline.warehouse.catalog_views.chunk_rows_sql`
+    sort_ranges: int = 1  # :func:`sort_ranges`
 
     def rows(self, columns: Sequence[str]) -> pa.RecordBatchReader:
-        """:meth:`RowSource.rows` of the chunks view, sorted (and ``key`` computed) by DuckDB."""
+        """:meth:`RowSource.rows` of the current chunks, sorted (and ``key`` computed) by DuckDB, one key
+        range at a time (:data:`SORT_SHARE`)."""
         order = ", ".join(f"{c}{' DESC' if d == 'descending' else ''}" for c, d in ROW_ORDER)
-        return self.views.stream(f"SELECT {', '.join(columns)}, {KEY_SQL} AS key "
-                                 f"FROM {SCHEMA}.{self.dataset}_chunks ORDER BY {order}")
+        keyed = f"SELECT {', '.join(columns)}, {KEY_SQL} AS key FROM ({self.chunk_rows})"
+        bounds = [i * (2**64 // self.sort_ranges) for i in range(self.sort_ranges)]
+        queries = [f"SELECT * FROM ({keyed}) WHERE key >= {lo}::UBIGINT"
+                   + (f" AND key < {bounds[i + 1]}::UBIGINT" if i + 1 < len(bounds) else "")
+                   + f" ORDER BY {order}" for i, lo in enumerate(bounds)]
+        first = self.views.stream(queries[0])
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            yield from first
+            for sql in queries[1:]:
+                yield from self.views.stream(sql)
+
+        return pa.RecordBatchReader.from_batches(first.schema, batches())
 
     def vector_models(self) -> list[tuple[str, str, int]]:
         """:meth:`RowSource.vector_models` of the embeddings view, of the wanted model only when one was given."""
@@ -201,15 +219,17 @@ def open_current_corpus(
 ) -> Iterator[CurrentCorpus]:
     """The current chunks, their documents' canonical text and their vectors, as streams over the views.
 
-    Chunk rows are sorted by DuckDB within :data:`BUILD_MEMORY_LIMIT`, spilling to
-    ``spill`` (a scratch folder, removed afterwards). Propositions are read into memory (with their anchors
-    resolved in Python).
+    Chunk rows are sorted by DuckDB within the warehouse's build memory
+    (:meth:`~codex_pipeline.warehouse.step_settings.StepSettings.build_memory`), spilling to a
+    scratch folder in ``spill`` (the system's temporary folder when None), removed afterwards.
+    Propositions are read into memory (with their anchors resolved in Python).
     """
     views: dict[str, str] = {}
     for table in SOURCE_TABLES:
         views.update(views_for(wh, dataset, table))
-    scratch = Path(tempfile.mkdtemp(prefix=".tmp-spill-", dir=spill)) if spill is not None else None
-    config = {"memory_limit": BUILD_MEMORY_LIMIT, **({"temp_directory": str(scratch)} if scratch else {})}
+    scratch = Path(tempfile.mkdtemp(prefix=".tmp-spill-", dir=spill))
+    memory = wh.steps.build_memory()
+    config = {"memory_limit": memory, "temp_directory": str(scratch)}
     db = Views(tuple(views.values()), config)
     have = set(views)
     try:
@@ -228,12 +248,28 @@ def open_current_corpus(
                     f"embedding_version, vector FROM {SCHEMA}.{dataset}_{PROPOSITION_EMBEDDINGS}{where}", params)
             prop_rows = with_anchors(db.table(propositions_sql(SCHEMA, dataset)))
             props = TableRows(prop_rows, prop_vectors) if prop_rows.num_rows else None
-        yield CurrentCorpus(WarehouseRows(db, dataset, have, where, params),
+        yield CurrentCorpus(WarehouseRows(db, dataset, have, where, params, chunk_rows_sql(wh, dataset),
+                                          sort_ranges(wh, dataset, memory)),
                             WarehouseDocuments(db, dataset) if f"{dataset}_raw" in have else _no_documents(),
                             props, f"{dataset}_chunks_history" in have)
     finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def sort_ranges(wh: Warehouse, dataset: str, memory: str) -> int:
+    """How many key ranges the chunk rows are sorted in: their stored size (the Parquet row groups'
+    uncompressed bytes, every partition: an upper bound of the current rows) over a
+    :data:`SORT_SHARE` of ``memory``."""
+    stored = sum(_uncompressed_bytes(f) for f in wh.table_dir(dataset, "chunks").glob("*.parquet"))
+    return max(1, -(-stored * SORT_SHARE // size_bytes(memory)))
+
+
+def _uncompressed_bytes(path: Path) -> int:
+    try:
+        meta = pq.read_metadata(path)
+    except (OSError, pa.ArrowException):  # a damaged file: the sort's scan names it (and the day to rerun)
+        return path.stat().st_size if path.exists() else 0
+    return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
 
 
 def _missing_sql(dataset: str, where: str) -> str:

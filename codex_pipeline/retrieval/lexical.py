@@ -22,6 +22,8 @@ WORD = re.compile(r"\w+")
 IDENTIFIER = re.compile(r"\b\w+(?:[-./:]\w+)+(?:\(\w{1,4}\))*|\b\w+(?:\(\w{1,4}\))+")
 """Runs of word characters joined by ``- . / :`` (ids, dates, versions), with any
 parenthesized subsections a statute citation carries: ``1926.651(k)(1)``."""
+QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
+"""A quoted part of a query ("…" or “…”): a phrase the user asked for by name."""
 ANALYZER_VERSION = "2"
 """Part of the index manifest: a change here means every index must be rebuilt."""
 
@@ -114,6 +116,18 @@ def analyze_query(text: str, stem: bool = True) -> QueryTerms:
         tuple(_words(" ".join(outside), stem)),
         tuple((i, tuple(_words(i, stem))) for _, _, i in ids),
     )
+
+
+def phrase_terms(text: str, min_terms: int) -> tuple[str, ...]:
+    """The words a text must hold in this order, side by side, to match query ``text`` as a phrase (stopwords
+    dropped on both sides, as the index stores them): its first quoted part of two words or more, else the whole
+    query when it has ``min_terms`` words or more (a pasted sentence); () when it is no phrase."""
+    for m in QUOTED.finditer(text):
+        words = _words((m.group(1) or m.group(2)).lower(), True)
+        if len(words) >= 2:
+            return tuple(words)
+    words = _words(text.lower(), True)
+    return tuple(words) if len(words) >= min_terms else ()
 
 
 def sentence_bounds(text: str) -> Sequence[tuple[int, int]]:

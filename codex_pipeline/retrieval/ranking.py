@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from codex_pipeline.retrieval.lexical import IDENTIFIER
+from codex_pipeline.retrieval.lexical import IDENTIFIER, phrase_terms
 from codex_pipeline.retrieval.query import AnalyzedQuery
 from codex_pipeline.retrieval.searcher import SearchIndex
 from codex_pipeline.retrieval.settings import DEFAULT, RetrievalSettings
@@ -64,10 +64,15 @@ def rank(query: AnalyzedQuery, sources: Sequence[Source], k: int, mode: SearchMo
     """The ``k`` best rows of ``sources`` for ``query``, best first, fused with ``settings``."""
     want = max(k * settings.candidates_per_k, settings.candidates_min) if mode is SearchMode.HYBRID else k
     terms = query.bm25_terms(Vocabulary([s.index for s in sources]))
+    phrase = phrase_terms(query.text, settings.phrase_min_terms) if mode is not SearchMode.VECTOR else ()
     found: dict[str, list[Scored]] = {"bm25": [], "vector": []}
+    quoted: list[Scored] = []  # rows holding the phrase, by BM25 score
     for src in sources:
         mask = src.index.mask(filters)
         accept = acceptor(src.index, src.live, filters)
+        if phrase:
+            rows = src.index.phrase_rows(phrase, mask, accept)
+            quoted += [(score, src.dataset, row) for score, row in zip(src.index.bm25_scores(terms, rows), rows)]
         if mode is not SearchMode.VECTOR:
             found["bm25"] += [(c.score, src.dataset, c.row) for c in src.index.bm25_candidates(terms, want, mask, accept)]
         if mode is not SearchMode.BM25 and query.vector is not None:
@@ -76,7 +81,21 @@ def rank(query: AnalyzedQuery, sources: Sequence[Source], k: int, mode: SearchMo
     weight = lexical_weight(query.text, settings)
     if mode is SearchMode.HYBRID and settings.coverage_boost and found["bm25"]:
         weight *= 1.0 + settings.coverage_boost * _top_coverage(found["bm25"], sources, terms)
-    return fuse(found, mode, want, weight, settings)[:k]
+    return phrase_first(fuse(found, mode, want, weight, settings), quoted)[:k]
+
+
+def phrase_first(fused: list[Ranked], quoted: list[Scored]) -> list[Ranked]:
+    """The rows holding the query's phrase first (in fused order; those neither list reached after them, by BM25
+    score), each with its place among them as rank ``phrase``; then the rest as fused."""
+    if not quoted:
+        return fused
+    held = {(name, row) for _, name, row in quoted}
+    first = [r for r in fused if (r.dataset, r.row) in held]
+    seen = {(r.dataset, r.row) for r in first}
+    first += [Ranked(name, row, 0.0, {}) for _, name, row in sorted(quoted, key=lambda c: (-c[0], c[1], c[2]))
+              if (name, row) not in seen]
+    first = [Ranked(r.dataset, r.row, r.score, {**r.ranks, "phrase": at}) for at, r in enumerate(first, 1)]
+    return first + [r for r in fused if (r.dataset, r.row) not in held]
 
 
 def _top_coverage(cands: list[Scored], sources: Sequence[Source], terms: list[str]) -> float:
@@ -128,8 +147,18 @@ def fuse(found: Mapping[str, list[Scored]], mode: SearchMode, want: int, bm25_we
             for key, held in ranks.items():
                 if kind not in held:
                     scored[key] += weights[kind] * own.get(key, floor.get(key[0], 0.0))
-    ordered = sorted(scored, key=lambda key: (-scored[key], key[0], key[1]))
+    lexical = {(name, row): score for score, name, row in ordered_lists.get("bm25", ())}
+    ordered = sorted(scored, key=lambda key: _tie_order(key, scored[key], ranks[key], lexical, want, len(lists)))
     return [Ranked(name, row, scored[(name, row)], ranks[(name, row)]) for name, row in ordered]
+
+
+def _tie_order(key: tuple[str, int], score: float, ranks: Mapping[str, int], lexical: Mapping[tuple[str, int], float],
+               want: int, lists: int) -> tuple[float, int, float, str, int]:
+    """Best first; rows of equal fused score by their ranks in both lists (a list that missed a row counts
+    ``want + 1``), then the lexical score (the question's own words), and only then by name and row, so
+    that which of two equal rows wins never depends on where a build happened to put them."""
+    rank_sum = sum(ranks.values()) + (want + 1) * (lists - len(ranks))
+    return (-score, rank_sum, -lexical.get(key, 0.0), key[0], key[1])
 
 
 def _floors(cands: list[Scored], want: int) -> dict[str, float]:

@@ -34,7 +34,6 @@ from codex_pipeline.retrieval.index_format import (
     BATCH_ROWS_KEY,
     BM25_DIR,
     DOCS_FILE,
-    EXPANSION_SEARCH,
     FORMAT_VERSION,
     MANIFEST_FILE,
     NUM_ROWS_KEY,
@@ -47,6 +46,7 @@ from codex_pipeline.retrieval.index_format import (
     IndexManifest,
     _live_dir,
     analyzer_id,
+    expansion_search,
 )
 from codex_pipeline.retrieval.index_source import chunk_keys
 from codex_pipeline.retrieval.types import Filters
@@ -243,7 +243,7 @@ class SearchIndex:
         vec = folder / VECTORS_FILE
         self.graph = Index.restore(str(vec), view=True) if vec.exists() else None
         if self.graph is not None:
-            self.graph.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # not saved with the file
+            self.graph.expansion_search = expansion_search(len(self.graph))  # type: ignore[misc]  # not saved with the file
         self._has_vector = self.rows.has_vector
         have_units = (folder / UNITS_FILE).exists()
         self.units = _NpyRows(folder / UNITS_FILE) if have_units else None  # read per hit, never mapped
@@ -322,6 +322,19 @@ class SearchIndex:
     def bm25_coverage(self, terms: list[str], row: int) -> float:
         """How fully ``row`` holds the query's words (:meth:`Bm25.coverage`; 0 without a BM25 index)."""
         return self.bm25.coverage(terms, row) if self.bm25 is not None and terms else 0.0
+
+    def phrase_rows(self, sequence: Sequence[str], mask: np.ndarray | None, accept: RowCheck) -> list[int]:
+        """Rows holding ``sequence`` as a phrase (:meth:`Bm25.rows_holding`) that pass ``mask`` and ``accept``."""
+        if self.bm25 is None or not sequence:
+            return []
+        return [r for r in self.bm25.rows_holding(sequence).tolist() if (mask is None or mask[r]) and accept(r)]
+
+    def bm25_scores(self, terms: list[str], rows: Sequence[int]) -> list[float]:
+        """The BM25 score of each of ``rows`` for ``terms`` (0 without a BM25 index)."""
+        if self.bm25 is None or not terms or not rows:
+            return [0.0] * len(rows)
+        scores = self.bm25.scores(terms)
+        return [float(scores[r]) for r in rows]
 
     def bm25_candidates(
         self, terms: list[str], limit: int, mask: np.ndarray | None, accept: RowCheck

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from codex_pipeline.embeddings.runtimes import PRECISIONS, RUNTIMES, LocalModelSettings
 from codex_pipeline.settings.names import EnvName
-from codex_pipeline.warehouse.step_settings import CheckpointSettings, StepSettings
+from codex_pipeline.warehouse.step_settings import SIZE, CheckpointSettings, StepSettings
 
 EMBEDDERS = ("local", "openai")
 EXTRACTORS = ("offline", "openai")
@@ -112,6 +112,7 @@ class CodexSettings:
                 redirect_threads=text.count(EnvName.REDIRECT_THREADS),
                 checkpoint=_checkpoint(text),
                 follow_landing_links=text.flag(EnvName.FOLLOW_LANDING_LINKS),
+                build_memory_limit=text.size(EnvName.BUILD_MEMORY_LIMIT),
             ),
             dagster_home=text.path(EnvName.DAGSTER_HOME),
         )
@@ -181,6 +182,12 @@ class _Reader:
         if value is None or not value >= low:
             raise SettingsError(f"{name}={raw!r} is not {what}")
         return value
+
+    def size(self, name: str) -> str | None:
+        value = self.get(name)
+        if value and not SIZE.match(value):
+            raise SettingsError(f"{name}={value!r} is not a size: set a number and a unit such as 1GB or 512MiB, or unset it")
+        return value or None
 
     def flag(self, name: str) -> bool:
         value = self.word(name)

@@ -155,7 +155,8 @@ _REQUIRED = [f.name for f in PERMIT_SCHEMA.fields if f.required and f.name != "p
 
 def permit_targets() -> dict[str, Target]:
     """The permit fields a mapping may fill from columns, with their types."""
-    return {f.name: Target(f.type, multiline=f.name == "summary") for f in PERMIT_SCHEMA.fields if f.name not in _NOT_MAPPED}
+    return {f.name: Target(f.type, multiline=f.name == "summary", rule=f.rule)
+            for f in PERMIT_SCHEMA.fields if f.name not in _NOT_MAPPED}
 
 
 def check_permit_mapping(m: SourceMapping, path: str) -> None:

@@ -34,6 +34,7 @@ class RawRecord:
     source_file: str
     ref: str  # "line 12", "row 7": where in the file
     data: dict[str, Any]
+    order: Any = None  # a mapping's duplicates.order value: which of two rows with one id is later
 
 
 def _is_missing(v: Any) -> bool:

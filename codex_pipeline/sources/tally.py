@@ -11,16 +11,28 @@ rather than a new return value: the count must pass through every dataset's load
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-_TALLY: ContextVar[dict[str, int] | None] = ContextVar("row_tally", default=None)
+
+class Tally(dict[str, int]):
+    """File -> rows read; ``merged`` and ``filtered``: file -> rows folded into another row / left out
+    by a mapping's ``filters:`` (neither landed nor rejected, yet accounted for)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.merged: Counter[str] = Counter()
+        self.filtered: Counter[str] = Counter()
+
+
+_TALLY: ContextVar[Tally | None] = ContextVar("row_tally", default=None)
 
 
 @contextlib.contextmanager
-def counting_rows() -> Iterator[dict[str, int]]:
+def counting_rows() -> Iterator[Tally]:
     """Readers called inside record their files' row counts in the dict yielded (file -> rows read)."""
-    tally: dict[str, int] = {}
+    tally = Tally()
     token = _TALLY.set(tally)
     try:
         yield tally
@@ -33,3 +45,43 @@ def count_rows(source_file: str, rows: int) -> None:
     tally = _TALLY.get()
     if tally is not None:
         tally[source_file] = rows
+
+
+def count_merged(source_file: str, rows: int) -> None:
+    """Record that ``rows`` rows of ``source_file`` were folded into another row with their id."""
+    tally = _TALLY.get()
+    if tally is not None and rows:
+        tally.merged[source_file] += rows
+
+
+def count_filtered(source_file: str, rows: int) -> None:
+    """Record that ``rows`` rows of ``source_file`` were left out by the mapping's filters."""
+    tally = _TALLY.get()
+    if tally is not None and rows:
+        tally.filtered[source_file] += rows
+
+
+_MESSAGES: ContextVar[dict[str, list[int]] | None] = ContextVar("message_tally", default=None)
+
+
+@contextlib.contextmanager
+def counting_messages() -> Iterator[dict[str, list[int]]]:
+    """Mail readers called inside record, per file, ``[messages read, messages threaded]`` in the dict yielded."""
+    tally: dict[str, list[int]] = {}
+    token = _MESSAGES.set(tally)
+    try:
+        yield tally
+    finally:
+        _MESSAGES.reset(token)
+
+
+def count_messages(source_file: str, read: int = 0, threaded: int = 0) -> None:
+    """Add to the messages ``source_file`` held (``read``) and those that went into a landed thread (``threaded``).
+
+    The others must be rejects of that file (a reject that stands for no message has ``rows=0``).
+    """
+    tally = _MESSAGES.get()
+    if tally is not None:
+        got = tally.setdefault(source_file, [0, 0])
+        got[0] += read
+        got[1] += threaded

@@ -30,6 +30,7 @@ import duckdb
 
 from codex_pipeline.warehouse.atomic_files import atomic_path, file_lock
 from codex_pipeline.warehouse.catalog_views import HISTORY_SUFFIX, IDENTIFIER, SCHEMA, views_for
+from codex_pipeline.warehouse.records_view import RECORDS_VIEW, records_views
 
 if TYPE_CHECKING:
     from codex_pipeline.warehouse.storage import Warehouse
@@ -206,7 +207,8 @@ def _views_of(warehouse: Warehouse, key: str) -> dict[str, str]:
     """:func:`views_for` of a registry key; none (and a warning) for a key whose names are not identifiers."""
     dataset, _, table = key.partition("/")
     try:
-        return views_for(warehouse, dataset, table)
+        views = views_for(warehouse, dataset, table)
+        return views | records_views(warehouse, dataset) if table == "raw" and views else views
     except ValueError as exc:
         log.warning("catalog registry entry %r skipped: %s", key, exc)
         return {}
@@ -301,9 +303,12 @@ def _write_registry(warehouse: Warehouse, registry: Registry) -> None:
 
 
 def _view_rank(name: str) -> int:
-    """Creation order: the document index, then history views, then the views built on them."""
+    """Creation order: the document index, then history views, then the views built on them, then the
+    typed records views (over ``<dataset>_raw``)."""
     if name.endswith("_documents"):
         return 0
+    if name.endswith(f"_{RECORDS_VIEW}"):
+        return 3
     return 1 if name.endswith(HISTORY_SUFFIX) else 2
 
 

@@ -34,6 +34,7 @@ import duckdb
 
 from codex_pipeline.warehouse.catalog import connect_catalog
 from codex_pipeline.warehouse.catalog_views import sql_literal
+from codex_pipeline.warehouse.step_settings import SIZE
 
 if TYPE_CHECKING:
     from codex_pipeline.warehouse.storage import Warehouse
@@ -56,7 +57,6 @@ _GAP = r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*"  # blanks and comments
 _EXPLAIN = re.compile(rf"^{_GAP}explain\b(?:{_GAP}analyze\b|{_GAP}\([^)]*\))?", re.IGNORECASE | re.DOTALL)
 _PRAGMA = re.compile(rf"^{_GAP}pragma{_GAP}(\w+)", re.IGNORECASE | re.DOTALL)
 _FIRST_WORDS = re.compile(rf"^{_GAP}(\w+(?:\s+\w+)?)", re.DOTALL)
-_SIZE = re.compile(r"^\d+(?:\.\d+)?\s*(?:[KMGT]i?B|B)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class QueryLimits:
 
     def __post_init__(self) -> None:
         """Refuse a limit DuckDB would misread, in one line naming the value."""
-        if not _SIZE.match(self.memory_limit.strip()):
+        if not SIZE.match(self.memory_limit.strip()):
             raise ValueError(f"memory limit {self.memory_limit!r} is not a size: give a number and a unit, e.g. 2GB or 512MiB")
         if self.threads < 1:
             raise ValueError(f"threads {self.threads} is not a positive whole number: give 1 or more")

@@ -97,6 +97,22 @@ def current_view_sql(warehouse: Warehouse, dataset: str, table: str) -> str:
     )
 
 
+def chunk_rows_sql(warehouse: Warehouse, dataset: str) -> str:
+    """The current chunk rows as stored: the chunks view without the history's join to the embeddings.
+
+    That join (for the view's ``embedding_model`` columns) builds its hash table on the
+    wide chunk rows, text included, which DuckDB cannot spill below a size that grows
+    with the corpus: an index build, which needs none of those columns, reads this instead.
+    Needs the ``codex.<dataset>_documents`` view when the dataset has a document index.
+    """
+    check_identifier(dataset)
+    rows = f"read_parquet({sql_literal(warehouse.glob(dataset, 'chunks'))}, union_by_name = true)"
+    if not warehouse.documents_path(dataset).exists():
+        return f"SELECT * FROM {rows}"
+    return (f"SELECT c.* FROM {rows} c SEMI JOIN {_live_sql(dataset)} d "
+            "ON c.doc_id = d.doc_id AND c.partition_date = d.partition_date")
+
+
 def current_chunk_keys_sql(warehouse: Warehouse, dataset: str) -> str:
     """``(chunk_id, doc_id, partition_date)`` of every row of ``codex.<dataset>_chunks``: its semi-join on the ids alone.
 

@@ -183,3 +183,12 @@ def test_filters_on_a_selective_type_use_exact_vectors(retriever: Retriever) -> 
     hits = retriever.search("guarding", k=5, mode="vector", filters=Filters.of(chunk_types=["osha_case_summary"]))
     assert hits and {h.chunk_type for h in hits} == {"osha_case_summary"}
     assert json.loads(json.dumps([h.score for h in hits])) == sorted((h.score for h in hits), reverse=True)
+
+
+def test_the_graph_searches_deeper_as_it_grows() -> None:
+    from codex_pipeline.retrieval.index_format import EXPANSION_MAX, EXPANSION_SEARCH, expansion_search
+
+    sizes = [0, 1, 2000, 60_000, 366_000, 7_300_000, 10**15]
+    depths = [expansion_search(n) for n in sizes]
+    assert depths == sorted(depths) and depths[0] == EXPANSION_SEARCH and depths[-1] == EXPANSION_MAX
+    assert expansion_search(60_000) == 320 and expansion_search(366_000) == 512

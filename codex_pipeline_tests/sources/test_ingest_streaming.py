@@ -216,3 +216,39 @@ def test_first_seen_finds_what_dedupe_by_finds(items: list[tuple[str, str, str]]
         keep += k
         rejects += r
     assert (keep, rejects) == want
+
+
+FEATURES = MAPPING + """\
+  score:
+    column: SCORE
+    type: integer
+    optional: true
+filters: [{column: NAME, not_in: [skip]}]
+"""
+
+
+def test_filters_and_optional_notes_stream_like_load_day(tmp_path: Path) -> None:
+    """Rows left out by filters are counted per file across pages; optional-field notes are the same."""
+    (tmp_path / "m.yaml").write_text(FEATURES, encoding="utf-8")
+    md = load_mapped_dataset(tmp_path / "m.yaml")
+    assert md.streams
+    day = tmp_path / "day"
+    day.mkdir()
+    rows = [f"R{i},{'skip' if i % 4 == 0 else f'name {i}'},{i},{'x' if i % 5 == 0 else i}" for i in range(1, 30)]
+    (day / "a.csv").write_text("ID,NAME,AMOUNT,SCORE\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    with counting_rows() as whole_tally:
+        whole = md.load_day(day)
+    rejects: list[Reject] = []
+    with counting_rows() as tally:
+        docs = list(iter_mapped_day(kind_parts(md.mapping, md.name), md.mapping, md.name, day, rejects, page_rows=4))
+    assert docs == whole.documents and len(docs) == 22
+    assert sorted(map(repr, rejects)) == sorted(map(repr, whole.rejects))
+    assert dict(tally) == dict(whole_tally) == {"a.csv": 29}
+    assert tally.filtered == whole_tally.filtered == {"a.csv": 7}
+
+
+def test_duplicates_last_or_merge_load_whole(tmp_path: Path) -> None:
+    for mode in ("last", "merge"):
+        (tmp_path / "m.yaml").write_text(MAPPING + f"duplicates: {{mode: {mode}}}\n", encoding="utf-8")
+        md = load_mapped_dataset(tmp_path / "m.yaml")
+        assert not md.streams and md.iter_day is None

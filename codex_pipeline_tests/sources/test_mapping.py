@@ -62,7 +62,7 @@ def day(tmp_path: Path, name: str, text: str) -> Path:
          "key 'fields.permit_type' is required for kind permit; fix: map it to a column"),
         (lambda t: t.replace("  summary: Work", "  sumary: Work"), "key 'fields.sumary': not a permit field"),
         (lambda t: t.replace("applied_date: {column: Applied,", "applied_date: {value: x, column: Applied,"),
-         "key 'fields.applied_date': Value error, give exactly one of column, columns, value (got column, value)"),
+         "key 'fields.applied_date': Value error, give exactly one of column, columns, value, block (got column, value)"),
         (lambda t: t.replace('"EPSG:3857"', '"web mercator"'), "key 'coordinates.crs': 'web mercator' is not a CRS code"),
         (lambda t: t.replace('"%m/%d/%Y", ', '"mm/dd/yyyy", '), "key 'fields.applied_date.formats': 'mm/dd/yyyy' has no % directive"),
         (lambda t: t.replace("fields:", "fields: ["), "not valid YAML at line"),

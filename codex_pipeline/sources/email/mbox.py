@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.html_text import html_to_text
+from codex_pipeline.sources.tally import count_messages
 
 if TYPE_CHECKING:
     from email.policy import EmailPolicy
@@ -315,8 +316,9 @@ def read_mbox(path: Path, day_dir: Path) -> tuple[list[EmailMessage], list[Rejec
         if data.strip():
             return [], [Reject(rel, "not an mbox file: no 'From ' separator line", excerpt=_excerpt(data))]
         return [], [Reject(rel, "empty mbox file")]
-    if prefix.strip():
-        rejects.append(Reject(rel, "text before the first 'From ' separator line", "line 1", _excerpt(prefix)))
+    if prefix.strip():  # stands for no message (rows=0): the messages read are the separators'
+        rejects.append(Reject(rel, "text before the first 'From ' separator line", "line 1", _excerpt(prefix), rows=0))
+    count_messages(rel, read=len(parts))
     messages = []
     for line, sep, raw in parts:
         ref = f"line {line}"
@@ -336,6 +338,7 @@ def read_eml(path: Path, day_dir: Path) -> tuple[list[EmailMessage], list[Reject
         return [], [Reject(rel, f"unreadable file: {exc.strerror or exc}")]
     if not data.strip():
         return [], [Reject(rel, "empty .eml file")]
+    count_messages(rel, read=1)
     sep = None
     if data.startswith(b"From "):
         nl = data.find(b"\n")

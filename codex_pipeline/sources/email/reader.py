@@ -19,6 +19,7 @@ from codex_pipeline.core.ids import make_doc_id
 from codex_pipeline.sources.email.mbox import EmailMessage, read_eml, read_mbox
 from codex_pipeline.sources.email.threads import build_threads, render_thread
 from codex_pipeline.sources.files import landing_files
+from codex_pipeline.sources.tally import count_messages
 
 DATASET = "email_threads"
 READERS = {".mbox": read_mbox, ".mbx": read_mbox, ".eml": read_eml}
@@ -78,6 +79,8 @@ def load_email_day(day_dir: Path) -> LoadResult:
     result.rejects.extend(dups)
     for thread in build_threads(kept):
         text, payload = render_thread(thread)
+        for tm in thread.messages:
+            count_messages(tm.msg.source_file, threaded=1)  # the raw step checks read = threaded + rejected
         files = sorted({tm.msg.source_file for tm in thread.messages})
         result.documents.append(
             SourceDocument(

@@ -17,6 +17,7 @@ from typing import Any
 
 from codex_pipeline.core.documents import LoadResult, Reject, SourceDocument
 from codex_pipeline.sources.events import EVENT_RULES, EVENT_SCHEMA, render_event
+from codex_pipeline.sources.mapping.features import settle_day
 from codex_pipeline.sources.mapping.reader import (
     SUFFIXES,
     RowMapper,
@@ -35,7 +36,7 @@ from codex_pipeline.sources.permits import (
     permit_title,
     render_permit,
 )
-from codex_pipeline.sources.records import Field, RawRecord, RecordSchema
+from codex_pipeline.sources.records import Field, RawRecord, RecordSchema, read_day
 from codex_pipeline.sources.structured import (
     LATITUDE_RULE,
     LONGITUDE_RULE,
@@ -45,7 +46,6 @@ from codex_pipeline.sources.structured import (
     build_documents,
     fmt_scalar,
     is_blank,
-    load_records,
     one_line_text,
     render_kv_view,
 )
@@ -57,7 +57,7 @@ def record_fields(m: SourceMapping) -> tuple[Field, ...]:
     """The record kind's schema: the id, the mapped fields in mapping order, then the coordinates."""
     out = [Field(RECORD_ID_FIELD, "string", True, f"Record id (column {m.id!r}).", RECORD_ID_RULE)]
     for name, rule in m.fields.items():
-        type_ = rule.type or "string"
+        type_ = rule.type or ("list[object]" if rule.block is not None else "string")
         out.append(Field(name, "string" if type_ == "text" else type_, False, f"From {'+'.join(rule.source_columns()) or 'a constant'}."))
     if m.coordinates is not None:
         out += [Field("latitude", "number", False, "Latitude (WGS 84).", LATITUDE_RULE),
@@ -65,7 +65,7 @@ def record_fields(m: SourceMapping) -> tuple[Field, ...]:
     return tuple(out)
 
 
-EVENT_TARGETS = {f.name: Target(f.type, multiline=f.name == "description") for f in EVENT_SCHEMA.fields
+EVENT_TARGETS = {f.name: Target(f.type, multiline=f.name == "description", rule=f.rule) for f in EVENT_SCHEMA.fields
                  if f.name != "event_id"}
 EVENT_REQUIRED = [f.name for f in EVENT_SCHEMA.fields if f.required and f.name != "event_id"]
 
@@ -139,7 +139,8 @@ def kind_parts(m: SourceMapping, dataset: str) -> KindParts:
         return KindParts(mapped_reader(m, build), EVENT_RULES, render_event,
                          lambda e: one_line_text(e["title"]), field_columns(m, "event_id"), build)
     fields = record_fields(m)
-    targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text")) for f in fields if f.name in m.fields}
+    targets = {f.name: Target(f.type, multiline=(m.fields[f.name].type == "text"), rule=f.rule) for f in fields
+               if f.name in m.fields}
     mapper = RowMapper(m, targets, RECORD_ID_FIELD)
     return KindParts(mapped_reader(m, mapper.record), RecordRules(RecordSchema(dataset, RECORD_ID_FIELD, fields)),
                      lambda r: render_kv_view(_heading(m, r), r, fields), partial(_heading, m),
@@ -149,7 +150,9 @@ def kind_parts(m: SourceMapping, dataset: str) -> KindParts:
 def load_mapped_day(m: SourceMapping, dataset: str, day_dir: Path) -> LoadResult:
     """A landing day of a mapped export: validated records as ``dataset``'s documents, and every reject."""
     parts = kind_parts(m, dataset)
-    records, rejects = load_records(day_dir, parts.rules, {SUFFIXES[m.format]: parts.reader})
+    raw, rejects = read_day(day_dir, {SUFFIXES[m.format]: parts.reader})
+    records, settled = settle_day(m, parts.rules, raw)
+    rejects += settled
     out = build_documents(dataset, records, parts.render, parts.title)
     out.rejects[:0] = name_columns(rejects, parts.columns)
     return out
@@ -178,7 +181,7 @@ class MappedDataset:
         """Whether a day is read page by page (:mod:`~codex_pipeline.sources.mapping.stream`): a CSV export
         whose rows are each final where they stand. A mapping whose later rows update or merge into
         earlier ones (``duplicates: last`` / ``merge``) must see the whole file, so it is loaded whole."""
-        return self.mapping.format == "csv" and getattr(self.mapping, "duplicates", None) not in ("last", "merge")
+        return self.mapping.format == "csv" and self.mapping.duplicates.mode == "reject"
 
     @property
     def iter_day(self) -> Callable[[Path, list[Reject]], Iterator[SourceDocument]] | None:
@@ -198,13 +201,34 @@ class MappedDataset:
 
 
 def check_mapping(m: SourceMapping, path: str) -> None:
-    """The kind's own rules (target fields, required fields, coordinates)."""
+    """The kind's own rules (target fields, required fields, coordinates), then the row features'."""
     if m.kind == "permit":
         check_permit_mapping(m, path)
     elif m.kind == "event":
         check_event_mapping(m, path)
     else:
         check_record_mapping(m, path)
+    check_features(m, path)
+
+
+def check_features(m: SourceMapping, path: str) -> None:
+    """:class:`MappingError` for an ``optional`` field the kind requires, or a ``block`` into a field
+    that cannot hold it (a record field typed other than a list or string)."""
+    from codex_pipeline.sources.permits import PERMIT_SCHEMA, permit_targets
+
+    required = {"permit": {f.name for f in PERMIT_SCHEMA.fields if f.required},
+                "event": set(EVENT_REQUIRED)}.get(m.kind, set())
+    for name, rule in m.fields.items():
+        if rule.optional and name in required:
+            raise MappingError(f"mapping {path}: key 'fields.{name}.optional': kind {m.kind} requires {name}, "
+                               "so a nulled value would reject the row anyway; fix: remove optional: true")
+        if rule.block is None:
+            continue
+        kind_type = permit_targets()[name].type if m.kind == "permit" else EVENT_TARGETS[name].type if m.kind == "event" else None
+        type_ = rule.type or kind_type or "list[object]"
+        if type_ not in ("list[object]", "list[string]", "string", "text"):
+            raise MappingError(f"mapping {path}: key 'fields.{name}.block': a block makes a list, and {name} is {type_}; "
+                               "fix: map it to a list or string field (record kind: type: \"list[object]\")")
 
 
 def load_mapped_dataset(path: Path) -> MappedDataset:

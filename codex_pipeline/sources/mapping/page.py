@@ -28,6 +28,11 @@ def _conversion(rule: FieldRule) -> str:
     out = []
     if rule.value is not None:
         return f"constant {_c(rule.value)}"
+    if rule.block is not None:
+        b = rule.block
+        out.append(f"blocks {b.first}–{b.last}, one object ({', '.join(b.parts)}) per block with a value")
+    if rule.optional:
+        out.append("optional: a value that does not convert is nulled and noted")
     if rule.columns:
         out.append(f"joined with {_c(rule.join)}")
     if rule.formats:
@@ -47,6 +52,8 @@ def _conversion(rule: FieldRule) -> str:
 
 
 def _cols(rule: FieldRule) -> str:
+    if rule.block is not None:
+        return _c(rule.block.pattern)
     return " + ".join(_c(c) for c in rule.source_columns()) or "–"
 
 
@@ -78,7 +85,13 @@ def render_page(m: SourceMapping, path: Path, chunker_revision: str, source_vers
         lines.append(f"| {_c(m.conditions.column)} | `conditions` | one condition per part, split at {_c(m.conditions.separator)} |")
     if m.coordinates is not None:
         c = m.coordinates
-        lines.append(f"| {_c(c.x)}, {_c(c.y)} | `longitude`, `latitude` | {c.crs} → WGS 84 |")
+        cols = _c(c.point) + " (point)" if c.point else f"{_c(str(c.x))}, {_c(str(c.y))}"
+        lines.append(f"| {cols} | `longitude`, `latitude` | {c.crs} → WGS 84 |")
+    lines += [f"| {_c(f.column)} | filter | rows kept only when it passes (others counted as filtered) |" for f in m.filters]
+    if m.duplicates.mode != "reject":
+        order = f"latest by {_c(m.duplicates.order.column)}" if m.duplicates.order else "latest in file order"
+        lines.append(f"| {_c(m.id)} | duplicates | {m.duplicates.mode}: {order}"
+                     + (f", union of {', '.join(m.duplicates.union)}" if m.duplicates.union else "") + " |")
     lines += [f"| {_c(col)} | dropped | – |" for col in m.drop]
     empties = ", ".join(_c(v) for v in m.empty_values)
     lines += ["", f"Cells meaning no value: {empties}. "

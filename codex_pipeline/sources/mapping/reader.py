@@ -10,7 +10,6 @@ the row here, naming the row, the column and the rule.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -22,10 +21,14 @@ from typing import Any
 from codex_pipeline.core.documents import Reject
 from codex_pipeline.sources.csv_rows import read_csv_file
 from codex_pipeline.sources.files import read_text
+from codex_pipeline.sources.mapping.blocks import block_value
+from codex_pipeline.sources.mapping.epochs import parse_when
+from codex_pipeline.sources.mapping.features import NOTES, RowHooks, RowProblem
+from codex_pipeline.sources.mapping.points import parse_point
 from codex_pipeline.sources.mapping.schema import Coordinates, FieldRule, ScopeRule, SourceMapping
-from codex_pipeline.sources.records import RawRecord, read_json_lines, short_repr
+from codex_pipeline.sources.records import TYPE_CHECKS, RawRecord, read_json_lines, short_repr
 from codex_pipeline.sources.structured import clean_text, coerce_cell, one_line_text
-from codex_pipeline.sources.tally import count_rows
+from codex_pipeline.sources.tally import count_filtered, count_rows
 
 Rows = tuple[list[dict[str, Any]], list[str], list[str], list[Reject]]  # rows, refs, header, rejects
 _ID_CLEAN = re.compile(r"[^A-Za-z0-9._-]+")
@@ -115,14 +118,21 @@ def header_problem(mapping: SourceMapping, header: Sequence[str]) -> str | None:
 
 @dataclass(frozen=True)
 class Target:
-    """What a kind expects of one field: its type, and whether it keeps line breaks."""
+    """What a kind expects of one field: its type, whether it keeps line breaks, and its schema rule."""
 
     type: str
     multiline: bool = False
+    rule: tuple[str, Callable[[Any], bool]] | None = None  # the schema Field's rule: (name, predicate)
 
-
-class RowProblem(ValueError):
-    """A row the mapping's own rules refuse (named row, column, rule)."""
+    def problem(self, v: Any) -> str | None:
+        """The check a converted value fails (the type, else the rule), or None: what an optional field notes."""
+        if not TYPE_CHECKS[self.type](v):
+            return self.type
+        try:
+            ok = self.rule is None or self.rule[1](v)
+        except Exception:  # noqa: BLE001 - a crashing rule is a failed rule, as in validation
+            ok = False
+        return None if ok else self.rule[0] if self.rule else None
 
 
 @lru_cache(maxsize=16)
@@ -170,7 +180,8 @@ class RowMapper:
         # per-mapping constants, made once: each vocabulary case-folded, each field's reader
         self._folded = {id(r): {k.casefold(): out for k, out in r.vocabulary.items()}
                         for r in (*mapping.fields.values(), *mapping.details.values()) if r.vocabulary is not None}
-        self._plan = [(name, self._field_reader(name, rule, targets[name])) for name, rule in mapping.fields.items()]
+        self._plan = [(name, rule, targets[name], self._field_reader(name, rule, targets[name]))
+                      for name, rule in mapping.fields.items()]
 
     def _field_reader(self, name: str, rule: FieldRule, target: Target) -> Callable[[Mapping[str, Any]], Any]:
         """``row -> value`` for one field: a fast path for a plain cell (a rule setting no key but
@@ -227,6 +238,8 @@ class RowMapper:
         ``list[string]`` target keeps them, any other joins them with ``"; "``. A value
         outside a vocabulary with ``unknown: reject`` raises :class:`RowProblem`.
         """
+        if rule.block is not None:
+            return block_value(rule.block, lambda c: self.cell(row, c), target.type)
         raw = self._raw(row, rule)
         if raw is None:
             return None
@@ -260,14 +273,24 @@ class RowMapper:
 
         :class:`RowProblem` when the cells are not two numbers or PROJ does not know the CRS.
         """
-        x, y = self.cell(row, c.x), self.cell(row, c.y)
-        if x is None and y is None:
-            return None, None
-        try:
-            fx, fy = float(x), float(y)
-        except (TypeError, ValueError):
-            raise RowProblem(f"columns {c.x!r}/{c.y!r}: ({short_repr(x)}, {short_repr(y)}) are not two numbers "
-                             "(coordinates)") from None
+        if c.point is not None:
+            cell = self.cell(row, c.point)
+            try:
+                xy = None if cell is None else parse_point(cell)
+            except ValueError as exc:
+                raise RowProblem(f"column {c.point!r}: {short_repr(cell)} is {exc} (coordinates.point)") from None
+            if xy is None:
+                return None, None
+            fx, fy = xy
+        else:
+            x, y = self.cell(row, str(c.x)), self.cell(row, str(c.y))
+            if x is None and y is None:
+                return None, None
+            try:
+                fx, fy = float(x), float(y)
+            except (TypeError, ValueError):
+                raise RowProblem(f"columns {c.x!r}/{c.y!r}: ({short_repr(x)}, {short_repr(y)}) are not two numbers "
+                                 "(coordinates)") from None
         if c.crs.upper() in ("EPSG:4326", "WGS84"):
             return fy, fx
         if why := check_crs(c.crs, with_proj=True):
@@ -285,10 +308,24 @@ class RowMapper:
         if rid is not None and self.m.id_clean:
             rid = _ID_CLEAN.sub("-", rid).strip("-") or None
         rec: dict[str, Any] = {self.id_field: rid}
-        for name, read in self._plan:
-            v = read(row)
+        notes: list[tuple[str, str]] = []
+        for name, rule, target, read in self._plan:
+            try:
+                v = read(row)
+            except RowProblem as exc:
+                if not rule.optional:
+                    raise
+                notes.append((f"optional field {name!r}: {exc}; nulled, the row kept", short_repr(self._raw(row, rule))))
+                continue
+            if v is not None and rule.optional and (check := target.problem(v)) is not None:
+                col = "+".join(rule.source_columns())
+                notes.append((f"optional field {name!r} (column {col!r}) fails '{check}' (got {short_repr(v)}); "
+                              "nulled, the row kept", short_repr(v)))
+                continue
             if v is not None:
                 rec[name] = v
+        if notes:
+            rec[NOTES] = notes
         if self.m.coordinates is not None:
             lat, lon = self.coordinates(row, self.m.coordinates)
             if lat is not None:
@@ -321,18 +358,18 @@ def convert(v: Any, target: Target, formats: Sequence[str], strip: str = "", dec
     if target.type == "datetime":
         return _datetime(s.strip(), formats, timezone)
     if target.type == "date" and formats:
-        return _date(s.strip(), tuple(formats))
+        return _date(s.strip(), tuple(formats), timezone)
     if target.type in ("string", "text", "list[string]"):
         return (clean_text(s) if target.multiline else one_line_text(s)) or None
     return coerce_cell(s, target.type)
 
 
 @lru_cache(maxsize=1 << 16)
-def _date(s: str, formats: tuple[str, ...]) -> str:
+def _date(s: str, formats: tuple[str, ...], timezone: str | None) -> str:
     """``s`` as an ISO date by the first format that reads it, else ``s``: cached, as an export's dates repeat."""
     for fmt in formats:
         try:
-            day = dt.datetime.fromisoformat(s) if fmt == "iso" else dt.datetime.strptime(s, fmt)
+            day = parse_when(s, fmt, timezone)
         except ValueError:
             continue
         return day.date().isoformat()
@@ -347,7 +384,7 @@ def _datetime(s: str, formats: Sequence[str], timezone: str | None) -> str:
 def _datetime_cached(s: str, formats: tuple[str, ...], timezone: str | None) -> str:
     for fmt in formats or ("iso",):
         try:
-            when = dt.datetime.fromisoformat(s) if fmt == "iso" else dt.datetime.strptime(s, fmt)
+            when = parse_when(s, fmt, timezone)
         except ValueError:
             continue
         if when.tzinfo is None and timezone:
@@ -405,7 +442,8 @@ def field_columns(mapping: SourceMapping, id_field: str) -> dict[str, str]:
     """Target field -> the column(s) it comes from, for reject reasons."""
     out = {id_field: mapping.id} | {name: "+".join(rule.source_columns()) for name, rule in mapping.fields.items() if rule.value is None}
     if mapping.coordinates is not None:
-        out |= {"latitude": mapping.coordinates.y, "longitude": mapping.coordinates.x}
+        c = mapping.coordinates
+        out |= {"latitude": c.point or str(c.y), "longitude": c.point or str(c.x)}
     return out
 
 
@@ -450,6 +488,8 @@ Build = Callable[[Mapping[str, Any]], dict[str, Any]]
 def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path], tuple[list[RawRecord], list[Reject]]]:
     """A landing-file reader: header check, then ``build(row)`` per row; a refused row is a reject."""
 
+    hooks = RowHooks(mapping)
+
     def read(path: Path, day_dir: Path) -> tuple[list[RawRecord], list[Reject]]:
         rel = path.relative_to(day_dir).as_posix()
         rows, refs, header, rejects = read_rows(path, day_dir, mapping.format, mapping.delimiter, mapping.encoding)
@@ -459,20 +499,31 @@ def mapped_reader(mapping: SourceMapping, build: Build) -> Callable[[Path, Path]
         if problem:
             every = f" (all {len(rows)} rows of the file rejected with it)" if len(rows) > 1 else ""
             return [], rejects + [Reject(rel, problem + every, rows=len(rows))]
-        return build_records(mapping, build, rel, rows, refs, rejects), rejects
+        records, filtered = build_records(mapping, build, hooks, rel, rows, refs, rejects)
+        count_filtered(rel, filtered)
+        return records, rejects
 
     return read
 
 
-def build_records(mapping: SourceMapping, build: Build, rel: str, rows: Sequence[Mapping[str, Any]],
-                  refs: Sequence[str], rejects: list[Reject]) -> list[RawRecord]:
-    """``build(row)`` per row as a record of file ``rel``; a row the mapping refuses is appended to ``rejects``."""
+def build_records(mapping: SourceMapping, build: Build, hooks: RowHooks, rel: str, rows: Sequence[Mapping[str, Any]],
+                  refs: Sequence[str], rejects: list[Reject]) -> tuple[list[RawRecord], int]:
+    """``build(row)`` per row as a record of file ``rel``, and how many rows the filters left out.
+
+    A row the mapping refuses, and an optional field's note, are appended to ``rejects``.
+    """
     records = []
+    filtered = 0
     for row, ref in zip(rows, refs):
+        if hooks.skip(row):
+            filtered += 1
+            continue
         try:
-            records.append(RawRecord(rel, ref, build(row)))
+            data = build(row)
+            records.append(RawRecord(rel, ref, data, hooks.order(row)))
+            rejects += hooks.notes(data, rel, ref)
         except RowProblem as exc:
             rid = row.get(mapping.id)
             rejects.append(Reject(rel, str(exc), ref + (f", {mapping.id}={rid!r}" if isinstance(rid, str) else ""),
                                   short_repr(row, 300)))
-    return records
+    return records, filtered

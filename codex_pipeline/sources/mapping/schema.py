@@ -20,7 +20,7 @@ FORMAT_VERSION = 1
 DATASET_NAME = r"^[a-z][a-z0-9_]{1,62}$"
 FIELD_NAME = r"^[a-z][a-z0-9_]{0,62}$"
 RecordKind = Literal["permit", "event", "record"]
-ValueType = Literal["string", "text", "integer", "number", "boolean", "date", "datetime", "list[string]"]
+ValueType = Literal["string", "text", "integer", "number", "boolean", "date", "datetime", "list[string]", "list[object]"]
 
 
 class MappingError(ValueError):
@@ -58,6 +58,46 @@ _Loader.yaml_implicit_resolvers = {
 _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
+class BlockRule(_Strict):
+    """Repeated column blocks (``CONTRACTOR_1_NAME`` … ``CONTRACTOR_15_PHONE``) read as one list of objects.
+
+    ``pattern`` names each column with ``{n}`` (the block's number, ``first`` … ``last``)
+    and ``{part}``; ``parts`` maps each object key to its ``{part}`` text (a list: the key
+    is the part in snake_case). A block whose cells are all empty is skipped.
+    """
+
+    pattern: str
+    first: int = Field(1, ge=0)
+    last: int = Field(ge=0)
+    parts: dict[str, str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _part_list(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("parts"), (list, tuple)):
+            data = dict(data) | {"parts": {re.sub(r"[^a-z0-9]+", "_", str(p).lower()).strip("_"): str(p)
+                                           for p in data["parts"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _shape(self) -> BlockRule:
+        if "{n}" not in self.pattern or "{part}" not in self.pattern:
+            raise ValueError(f"block pattern {self.pattern!r} needs both {{n}} and {{part}}, e.g. 'CONTRACTOR_{{n}}_{{part}}'")
+        if self.last < self.first:
+            raise ValueError(f"block last ({self.last}) is before first ({self.first})")
+        if not self.parts:
+            raise ValueError("block parts is empty: list the {part} names, e.g. [NAME, TYPE]")
+        return self
+
+    def column(self, n: int, part: str) -> str:
+        """The export column of block ``n``'s ``part``."""
+        return self.pattern.replace("{n}", str(n)).replace("{part}", part)
+
+    def columns(self) -> tuple[str, ...]:
+        """Every column of every block, block by block."""
+        return tuple(self.column(n, p) for n in range(self.first, self.last + 1) for p in self.parts.values())
+
+
 class FieldRule(_Strict):
     """Where one target field's value comes from. A bare string in YAML is ``{column: …}``."""
 
@@ -65,6 +105,8 @@ class FieldRule(_Strict):
     columns: tuple[str, ...] = ()  # several columns joined (address parts): empty ones skipped
     join: str = " "  # between the parts of ``columns``
     value: str | None = None  # a constant instead of a column
+    block: BlockRule | None = None  # repeated column blocks -> a list of objects
+    optional: bool = False  # a value that does not convert is nulled and noted (stage 'note'), the row kept
     type: ValueType | None = None  # record kind only (a permit field has its schema's type)
     formats: tuple[str, ...] = ()  # dates: strptime formats (or "iso") tried in order; none: ISO 8601 dates
     strip: str = ""  # numbers: characters removed before converting, e.g. "$," for "$1,250.00"
@@ -81,9 +123,10 @@ class FieldRule(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> FieldRule:
-        given = [k for k, v in (("column", self.column), ("columns", self.columns), ("value", self.value)) if v]
+        given = [k for k, v in (("column", self.column), ("columns", self.columns), ("value", self.value),
+                                ("block", self.block)) if v]
         if len(given) != 1:
-            raise ValueError(f"give exactly one of column, columns, value (got {', '.join(given) or 'none'})")
+            raise ValueError(f"give exactly one of column, columns, value, block (got {', '.join(given) or 'none'})")
         if self.unknown == "reject" and not self.vocabulary:
             raise ValueError("unknown: reject needs a vocabulary")
         if self.timezone is not None:
@@ -97,6 +140,8 @@ class FieldRule(_Strict):
 
     def source_columns(self) -> tuple[str, ...]:
         """The export columns the rule reads; ``()`` for a constant ``value``."""
+        if self.block is not None:
+            return self.block.columns()
         return (self.column,) if self.column else self.columns
 
 
@@ -123,11 +168,79 @@ class ConditionRule(_Strict):
 
 
 class Coordinates(_Strict):
-    """x / y columns in ``crs``, converted to WGS 84 latitude / longitude (pyproj)."""
+    """x / y columns (or one ``point`` column) in ``crs``, converted to WGS 84 latitude / longitude (pyproj).
 
-    x: str
-    y: str
+    ``point``: a WKT ``POINT (x y)``, a ``(lat, lon)`` pair or a GeoJSON point, in one cell.
+    """
+
+    x: str | None = None
+    y: str | None = None
+    point: str | None = None
     crs: str = "EPSG:4326"
+
+    @model_validator(mode="after")
+    def _columns(self) -> Coordinates:
+        if self.point is not None and (self.x is not None or self.y is not None):
+            raise ValueError("give either point or x and y, not both")
+        if self.point is None and (self.x is None or self.y is None):
+            raise ValueError("give x and y (two columns), or point (one column)")
+        return self
+
+    def source_columns(self) -> tuple[str, ...]:
+        """The export columns the coordinates come from."""
+        return (self.point,) if self.point is not None else (str(self.x), str(self.y))
+
+
+class FilterRule(_Strict):
+    """Keep only rows whose ``column`` passes one test; rows left out are counted as filtered, not rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True, populate_by_name=True)
+
+    column: str
+    equals: str | None = None
+    in_: tuple[str, ...] | None = Field(None, alias="in")
+    not_in: tuple[str, ...] | None = None
+    regex: str | None = None  # searched anywhere in the cell: anchor it (^…$) for the whole cell
+    ignore_case: bool = False
+
+    @model_validator(mode="after")
+    def _one_test(self) -> FilterRule:
+        given = [k for k, v in (("equals", self.equals), ("in", self.in_), ("not_in", self.not_in),
+                                ("regex", self.regex)) if v is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of equals, in, not_in, regex (got {', '.join(given) or 'none'})")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"regex {self.regex!r} does not compile: {exc}") from None
+        return self
+
+
+class OrderRule(_Strict):
+    """The column that says which of two rows with one id is later (duplicates last / merge)."""
+
+    column: str
+    type: Literal["string", "integer", "number", "date", "datetime"] = "string"  # string: compared as text (ISO dates sort)
+    formats: tuple[str, ...] = ()  # date / datetime: as a field's formats (strptime, iso, epoch_s, epoch_ms)
+
+
+class DuplicatesRule(_Strict):
+    """What rows sharing an id make: ``reject`` (the first lands, later ones are rejects), ``last`` (the
+    latest by ``order``, ties by file order, lands), ``merge`` (later non-empty fields win; ``union`` fields
+    gather every row's values)."""
+
+    mode: Literal["reject", "last", "merge"] = "reject"
+    order: OrderRule | None = None  # none: file order
+    union: tuple[str, ...] = ()  # merge: fields whose values from every row are kept (as a list, or "; "-joined)
+
+    @model_validator(mode="after")
+    def _fits_mode(self) -> DuplicatesRule:
+        if self.mode == "reject" and (self.order is not None or self.union):
+            raise ValueError("order and union need mode: last or merge")
+        if self.union and self.mode != "merge":
+            raise ValueError("union needs mode: merge")
+        return self
 
 
 class RecordView(_Strict):
@@ -158,6 +271,8 @@ class SourceMapping(_Strict):
     scope: ScopeRule | None = None
     conditions: ConditionRule | None = None
     coordinates: Coordinates | None = None
+    filters: tuple[FilterRule, ...] = ()  # every one must pass for a row to be read
+    duplicates: DuplicatesRule = DuplicatesRule()
     empty_values: tuple[str, ...] = ("",)  # cells (stripped) that mean "no value"
     drop: tuple[str, ...] = ()  # columns present in the export and deliberately unused
     unexpected_columns: Literal["reject", "ignore"] = "reject"
@@ -174,6 +289,13 @@ class SourceMapping(_Strict):
             raise ValueError(f"field name {bad[0]!r} is not snake_case (a-z, 0-9, _)")
         return v
 
+    @model_validator(mode="after")
+    def _union_fields(self) -> SourceMapping:
+        missing = [f for f in self.duplicates.union if f not in self.fields]
+        if missing:
+            raise ValueError(f"duplicates.union names {missing[0]!r}, not a field under fields:")
+        return self
+
     def columns(self) -> list[str]:
         """Every column the mapping reads or drops, in mapping order, without repeats."""
         cols: list[str] = [self.id]
@@ -183,7 +305,10 @@ class SourceMapping(_Strict):
             if extra is not None:
                 cols.append(extra.column)
         if self.coordinates is not None:
-            cols += [self.coordinates.x, self.coordinates.y]
+            cols += self.coordinates.source_columns()
+        cols += [f.column for f in self.filters]
+        if self.duplicates.order is not None:
+            cols.append(self.duplicates.order.column)
         return list(dict.fromkeys(cols + list(self.drop)))
 
 
@@ -220,12 +345,15 @@ def parse_mapping(text: str, path: str) -> SourceMapping:
         mapping = SourceMapping.model_validate(data)
     except ValidationError as exc:
         raise MappingError(_one_line(path, exc)) from None
-    for key, rule in mapping.fields.items():
-        for fmt in rule.formats:
-            if "%" not in fmt and fmt != "iso":
-                raise MappingError(f"mapping {path}: key 'fields.{key}.formats': {fmt!r} has no % directive; "
-                                   "fix: write strptime formats such as '%m/%d/%Y', or iso")
-            dt.datetime(2001, 2, 3).strftime(fmt)
+    order = mapping.duplicates.order
+    checked = [(f"fields.{k}", r.formats) for k, r in mapping.fields.items()]
+    for key, formats in checked + ([("duplicates.order", order.formats)] if order else []):
+        for fmt in formats:
+            if "%" not in fmt and fmt not in ("iso", "epoch_s", "epoch_ms"):
+                raise MappingError(f"mapping {path}: key '{key}.formats': {fmt!r} has no % directive; "
+                                   "fix: write strptime formats such as '%m/%d/%Y', or iso, epoch_s, epoch_ms")
+            if "%" in fmt:
+                dt.datetime(2001, 2, 3).strftime(fmt)
     return mapping
 
 

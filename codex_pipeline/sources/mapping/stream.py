@@ -8,8 +8,9 @@ before the next is read. What stays for the whole day is the ids seen so far (to
 later duplicate naming the first): :class:`FirstSeen`, about 80 bytes a row beyond the id.
 
 Only for mappings whose rows are each final where they stand
-(:attr:`~codex_pipeline.sources.mapping.kinds.MappedDataset.streams`): a mapping whose later
-rows update or merge into earlier ones is loaded whole by ``load_day``.
+(:attr:`~codex_pipeline.sources.mapping.kinds.MappedDataset.streams`: ``duplicates: reject``,
+the default): a mapping whose later rows update or merge into earlier ones (``last`` / ``merge``)
+is loaded whole by ``load_day``. Filters and optional-field notes apply page by page as they do whole.
 
 What differs from ``load_day``: the order of rejects (a page's come before the next page's
 documents are built, instead of all read rejects first); the documents, their order and the
@@ -25,11 +26,12 @@ from typing import Any, Protocol
 from codex_pipeline.core.documents import Reject, SourceDocument
 from codex_pipeline.sources.csv_rows import PAGE_ROWS, iter_csv_pages
 from codex_pipeline.sources.files import landing_files
+from codex_pipeline.sources.mapping.features import RowHooks
 from codex_pipeline.sources.mapping.reader import SUFFIXES, build_records, header_problem, name_columns
 from codex_pipeline.sources.mapping.schema import SourceMapping
 from codex_pipeline.sources.records import RawRecord
 from codex_pipeline.sources.structured import RecordRules, Rendering, build_documents
-from codex_pipeline.sources.tally import count_rows
+from codex_pipeline.sources.tally import count_filtered, count_rows
 
 
 class KindParts(Protocol):
@@ -62,7 +64,8 @@ def read_pages(mapping: SourceMapping, build: Callable[[Mapping[str, Any]], dict
     returns for the file, split in pages. A header that does not fit the mapping rejects every row
     (one reject at the end, standing for them all); the file's row count goes to the tally at the end."""
     rel = path.relative_to(day_dir).as_posix()
-    read = refused = 0
+    hooks = RowHooks(mapping)
+    read = refused = filtered = 0
     problem: str | None = None
     for page in iter_csv_pages(path, day_dir, mapping.delimiter, mapping.encoding, page_rows):
         read += page.rows_read
@@ -73,8 +76,11 @@ def read_pages(mapping: SourceMapping, build: Callable[[Mapping[str, Any]], dict
             yield [], page.rejects
             continue
         rejects = list(page.rejects)
-        yield build_records(mapping, build, rel, page.rows, page.refs, rejects), rejects
+        records, left_out = build_records(mapping, build, hooks, rel, page.rows, page.refs, rejects)
+        filtered += left_out
+        yield records, rejects
     count_rows(rel, read)
+    count_filtered(rel, filtered)
     if problem is not None and refused:
         every = f" (all {refused} rows of the file rejected with it)" if refused > 1 else ""
         yield [], [Reject(rel, problem + every, rows=refused)]
