@@ -397,6 +397,13 @@ def _text(line: str | bytes) -> str:
 
 
 def _unique(header: list[str], out: CsvFile) -> list[str]:
+    """Header names made unique (:func:`unique_names`), each renamed one recorded with its name in the file."""
+    names = unique_names(header)
+    out.renamed.update({new: old for new, old in zip(names, header) if new != old})
+    return names
+
+
+def unique_names(header: list[str]) -> list[str]:
     """Header names made unique: a repeated ``NAME`` becomes ``NAME_2``, ``NAME_3`` (none is lost)."""
     seen: dict[str, int] = {}
     names = []
@@ -413,6 +420,5 @@ def _unique(header: list[str], out: CsvFile) -> list[str]:
             new = f"{name}_{n + 1}"
         seen[name] = n + 1
         taken.add(new)
-        out.renamed[new] = name
         names.append(new)
     return names

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codex_pipeline.sources.csv_rows import unique_names
+
 HEAD_BYTES = 4 << 20
 """Bytes read from the head of the file (the sample's rows come from them)."""
 DELIMITERS = (",", ";", "\t", "|")
@@ -154,23 +156,3 @@ def read_sample(path: Path, sample: int, delimiter: str | None = None, encoding:
     unique = unique_names(header)
     rows = [dict(zip(unique, r)) for r in raw]
     return Sample(enc, delim, unique, rows, notes)
-
-
-def unique_names(header: list[str]) -> list[str]:
-    """Header names as the CSV reader makes them unique: a repeated ``NAME`` is ``NAME_2``, ``NAME_3``."""
-    seen: dict[str, int] = {}
-    taken, names = set(header), []
-    for name in header:
-        if name not in seen:
-            seen[name] = 1
-            names.append(name)
-            continue
-        n = seen[name]
-        new = f"{name}_{n + 1}"
-        while new in taken:
-            n += 1
-            new = f"{name}_{n + 1}"
-        seen[name] = n + 1
-        taken.add(new)
-        names.append(new)
-    return names
