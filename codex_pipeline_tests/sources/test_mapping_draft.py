@@ -155,8 +155,11 @@ def test_value_profiles() -> None:
     assert guess_column("When", ["2024-01-02T03:04:05Z", "2024-01-03T03:04:05Z"]).formats == ("%Y-%m-%dT%H:%M:%SZ",)
     mixed = guess_column("When", ["2024/01/02", "15-Mar-2023", "2024/02/03"])
     assert mixed.type == "date" and set(mixed.formats) == {"%Y/%m/%d", "%d-%b-%Y"}
-    epoch = guess_column("Created", ["1704067200000", "1704153600000"])
-    assert epoch.type == "integer" and "epoch milliseconds" in epoch.note and "2024-01-01" in epoch.note
+    epoch = guess_column("Created", ["1704067200000", "1704153600000"])  # a date by its name and values
+    assert epoch.type == "datetime" and epoch.formats == ("epoch_ms",) and "2024-01-01 00:00 UTC" in epoch.note
+    assert guess_column("issued_at", ["1704067200", "1704153600"]).formats == ("epoch_s",)
+    parcel = guess_column("Parcel", ["1704067200000", "1704153600000"])  # epoch-like values, not a date's name
+    assert parcel.type == "integer" and "epoch milliseconds" in parcel.note and "formats: [epoch_ms]" in parcel.note
 
 
 def test_check_warns_on_implausible_values_without_changing_counts(tmp_path: Path,
@@ -295,8 +298,16 @@ def test_permit_fields_are_found_by_content_in_any_column_order(tmp_path: Path, 
     assert report.file_rejects == [] and report.rejects == [] and report.landed == len(table) - 1
 
 
-def test_a_point_column_without_x_y_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("cells", [["POINT (-73.21 44.47)", "POINT (-73.2 44.48)"], ["(44.47, -73.21)", "(44.48, -73.2)"]])
+def test_a_point_column_without_x_y_is_mapped_as_a_point(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         cells: list[str]) -> None:
     path = tmp_path / "wkt.csv"
-    path.write_text(_csv([["id", "location"], ["1", "POINT (-73.21 44.47)"], ["2", "POINT (-73.2 44.48)"]]))
-    rc, out, err = _init(capsys, path)
-    assert rc == 0 and "coordinates" not in yaml.safe_load(out) and "column 'location' holds points" in err
+    path.write_text(_csv([["id", "location"], ["1", cells[0]], ["2", cells[1]]]))
+    rc, out, _ = _init(capsys, path)
+    assert rc == 0 and yaml.safe_load(out)["coordinates"] == {"point": "location"}
+    m = tmp_path / "wkt.yaml"
+    m.write_text(out)
+    report = check_file(load_mapped_dataset(m), path, 2)
+    assert report.landed == 2 and report.rejects == []
+    assert all(abs(o.record["latitude"] - 44.47) < 0.02 and abs(o.record["longitude"] + 73.2) < 0.02
+               for o in report.first_rows if o.record)

@@ -11,6 +11,7 @@ fall (:mod:`.crs_guess`), and for a permit, status, address and dates by what th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -22,6 +23,7 @@ from codex_pipeline.sources.mapping.crs_guess import CrsGuess, Region, guess_crs
 from codex_pipeline.sources.mapping.guess import DATE_FORMATS, NULL_TOKENS, ColumnGuess, guess_column
 from codex_pipeline.sources.mapping.permit_fields import DATE_WORDS, in_block, pick_address, pick_dates, pick_status
 from codex_pipeline.sources.mapping.plausible import mojibake_warnings
+from codex_pipeline.sources.mapping.points import parse_point
 from codex_pipeline.sources.mapping.reader import read_rows
 from codex_pipeline.sources.mapping.sniff import Unreadable, read_sample
 
@@ -30,7 +32,6 @@ _INT = re.compile(r"^[+-]?\d+$")
 _ID_WORDS = re.compile(r"(?:^|[^a-z])(id|number|num|no|key|code)(?:$|[^a-z])|(?:id|number|num)$", re.I)
 _X = re.compile(r"^(x|lon|lng|long|longitude|easting|east|x_?coord(inate)?|point_?x|coord_?x|gis_?x|xcoord)$", re.I)
 _Y = re.compile(r"^(y|lat|latitude|northing|north|y_?coord(inate)?|point_?y|coord_?y|gis_?y|ycoord)$", re.I)
-_POINT = re.compile(r"^(POINT\s*\(\s*-?\d+(\.\d+)?\s+-?\d+(\.\d+)?\s*\)|\(\s*-?\d+(\.\d+)?\s*,\s*-?\d+(\.\d+)?\s*\))$", re.I)
 _REGION_COL = re.compile(r"^(state|province|prov|st|state_?code|region|jurisdiction_?state|site_?state)$", re.I)
 
 
@@ -54,10 +55,10 @@ PERMIT_GUESSES: tuple[tuple[str, str, frozenset[str]], ...] = tuple(
         ("permit_type", r"type|category|kind", "string"),
         ("permit_class", r"class", "string"),
         ("work_class", r"work|code", "string"),
-        ("applied_date", r"appl|creat|submit|filed|open|receiv|start", "date"),
-        ("issued_date", r"issu", "date"),
-        ("completed_date", r"complet|final|close|finish", "date"),
-        ("expires_date", r"expir", "date"),
+        ("applied_date", r"appl|creat|submit|filed|open|receiv|start", "date datetime"),
+        ("issued_date", r"issu", "date datetime"),
+        ("completed_date", r"complet|final|close|finish", "date datetime"),
+        ("expires_date", r"expir", "date datetime"),
         ("applicant", r"applicant|owner", "string"),
         ("contractor", r"contractor|builder", "string"),
         ("estimated_cost", r"cost|valu|amount", "number integer"),
@@ -233,7 +234,7 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
     if not any(g.filled for g in guesses):
         raise Unreadable(f"{path}: every sampled cell is empty; fix: export the rows with their values")
     # id: present in every sampled row; unique first, then id-like names, then the most distinct values
-    full = [g for g in guesses if g.filled == len(rows) and g.type not in ("date", "text", "boolean")]
+    full = [g for g in guesses if g.filled == len(rows) and g.type not in ("date", "datetime", "text", "boolean")]
     full.sort(key=lambda g: (not g.unique, not _ID_WORDS.search(g.column), in_block(g.column), -g.distinct,
                              header.index(g.column)))
     ids = [g for g in full if g.unique]
@@ -261,7 +262,8 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
                                if ids else "  # no column is present and unique in the sample: check this one"),
         "fields:",
     ]
-    used = {id_col} | ({xy[0].column, xy[1].column} if xy else set())
+    point = _point_column(guesses, cells) if xy is None else None
+    used = {id_col} | ({xy[0].column, xy[1].column} if xy else set()) | ({point[0]} if point else set())
     leftover: list[str] = []
     if kind == "permit":
         fields, leftover = _permit_fields(guesses, cells, used, len(rows), label.title(), warnings)
@@ -276,6 +278,11 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
         lines += coords
         if coords[0].startswith("#"):
             leftover += [xy[0].column, xy[1].column]
+    if point:
+        coords = _point_lines(*point, cells, guesses, region, warnings)
+        lines += coords
+        if coords[0].startswith("#"):
+            leftover.append(point[0])
     nulls = sorted({v.strip() for vals in cells.values() for v in vals if v.strip().lower() in NULL_TOKENS})
     if nulls:
         lines.append(f"empty_values: {json.dumps([''] + nulls, ensure_ascii=False)}  # cells that mean no value")
@@ -285,11 +292,39 @@ def draft_mapping(path: Path, sample: int = 1000, dataset: str | None = None, ki
         lines.append(f"view: {{label: {_q(label.capitalize())}}}")
     warnings += [f"column {g.column!r}: {g.note}" for g in guesses if g.note]
     warnings += mojibake_warnings([(f"row {i + 2}", r) for i, r in enumerate(rows)])
-    if xy is None:
-        warnings += [f"column {g.column!r} holds points ({cells[g.column][0][:40]!r}…): no x/y columns, so the draft "
-                     "has no coordinates; map them from this column" for g in guesses
-                     if g.filled and sum(bool(_POINT.match(v.strip())) for v in cells[g.column] if v.strip()) >= 0.9 * g.filled]
     return Draft("\n".join(lines) + "\n", warnings, problems)
+
+
+def _point_column(guesses: list[ColumnGuess], cells: dict[str, list[str]]) -> tuple[str, list[tuple[float, float]]] | None:
+    """The first column whose filled cells (nine in ten at least) read as points
+    (:func:`~codex_pipeline.sources.mapping.points.parse_point`), with the points read."""
+    for g in guesses:
+        if not g.filled:
+            continue
+        pts = []
+        for v in (v.strip() for v in cells[g.column] if v.strip()):
+            with contextlib.suppress(ValueError):
+                if (p := parse_point(v)) is not None:
+                    pts.append(p)
+        if len(pts) >= 0.9 * g.filled:
+            return g.column, pts
+    return None
+
+
+def _point_lines(column: str, pts: list[tuple[float, float]], cells: dict[str, list[str]], guesses: list[ColumnGuess],
+                 region: Region | None, warnings: list[str]) -> list[str]:
+    """``coordinates: {point: …}``: no ``crs`` when every point reads as longitude / latitude, else the one
+    system that places them (:func:`~codex_pipeline.sources.mapping.crs_guess.guess_crs`), else a comment."""
+    if all(-180 <= x <= 180 and -90 <= y <= 90 for x, y in pts):
+        return [f"coordinates: {{point: {_q(column)}}}  # points as longitude / latitude (WGS 84)"]
+    source = "the --region box"
+    if region is None and (found := _region_column(guesses, cells)) is not None:
+        source, region = f"the area of {found[0]}", found[1]
+    g: CrsGuess = guess_crs(pts, region, source)
+    if g.crs is not None:
+        return [f"coordinates: {{point: {_q(column)}, crs: {_q(g.crs)}}}  # {g.why}"]
+    warnings.append(f"coordinates in {column!r}: {g.why}")
+    return [f"# coordinates: {{point: {_q(column)}, crs: \"EPSG:?\"}}  # {g.why}; the column is dropped until then"]
 
 
 def _coordinates_lines(xy: tuple[ColumnGuess, ColumnGuess], cells: dict[str, list[str]], guesses: list[ColumnGuess],

@@ -83,14 +83,16 @@ def _money(present: list[str]) -> str:
     return "".join(sorted(found))
 
 
-def _epoch(present: list[str]) -> str:
-    """A note when integers read as Unix times (seconds or milliseconds, 1990 to 2040): likely dates."""
-    for unit, scale in (("milliseconds", 1000), ("seconds", 1)):
+_DATE_NAME = re.compile(r"(date|time|_at$|_on$|^at$|^on$|issued|applied|created|updated|modified|timestamp|_dt$|^dt)", re.I)
+
+
+def _epoch(present: list[str]) -> tuple[str, str]:
+    """``(format, unit)`` when every integer reads as a Unix time (1990 to 2040): ``epoch_ms`` or ``epoch_s``."""
+    for fmt, unit, scale in (("epoch_ms", "milliseconds", 1000), ("epoch_s", "seconds", 1)):
         lo, hi = 631152000 * scale, 2208988800 * scale
         if all(lo <= int(v) < hi for v in present):
-            first = dt.datetime.fromtimestamp(int(present[0]) / scale, dt.UTC).date()
-            return f"integers that read as Unix epoch {unit} ({present[0]} = {first}): a date column? kept as integer"
-    return ""
+            return fmt, unit
+    return "", ""
 
 
 def guess_column(column: str, values: list[str]) -> ColumnGuess:
@@ -122,7 +124,16 @@ def guess_column(column: str, values: list[str]) -> ColumnGuess:
     if any(len(v) > 1 and v.lstrip("+-").startswith("0") and v.lstrip("+-")[1:2] not in (".", "") for v in present):
         return ColumnGuess(column, type="string", date_format=None, **base)  # type: ignore[arg-type]  # a code
     if all_int:
-        return ColumnGuess(column, type="integer", date_format=None, note=_epoch(present), **base)  # type: ignore[arg-type]
+        fmt, unit = _epoch(present)
+        scale = 1000 if fmt == "epoch_ms" else 1
+        first = dt.datetime.fromtimestamp(int(present[0]) / scale, dt.UTC) if fmt else None
+        if fmt and _DATE_NAME.search(column):  # a date by its name and its values: read as one
+            return ColumnGuess(column, type="datetime", date_format=fmt, formats=(fmt,),
+                               note=f"Unix epoch {unit} ({present[0]} = {first:%Y-%m-%d %H:%M} UTC)",
+                               **base)  # type: ignore[arg-type]
+        note = f"integers that read as Unix epoch {unit} ({present[0]} = {first:%Y-%m-%d}): a date column? " \
+               f"kept as integer (formats: [{fmt}] reads them)" if first else ""
+        return ColumnGuess(column, type="integer", date_format=None, note=note, **base)  # type: ignore[arg-type]
     if all(_NUM.match(v) for v in present):
         return ColumnGuess(column, type="number", date_format=None, **base)  # type: ignore[arg-type]
     if strip := _money(present):

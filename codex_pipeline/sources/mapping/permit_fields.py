@@ -82,7 +82,7 @@ def pick_address(guesses: list[ColumnGuess], cells: dict[str, list[str]]) -> Col
 
 def pick_dates(guesses: list[ColumnGuess]) -> dict[str, ColumnGuess]:
     """Date columns by header words, never a block's; ``applied_date`` falls back to the earliest-named date column."""
-    dates = [g for g in guesses if g.type == "date" and not in_block(g.column)]
+    dates = [g for g in guesses if g.type in ("date", "datetime") and not in_block(g.column)]
     out: dict[str, ColumnGuess] = {}
     for field, rx in DATE_WORDS.items():
         for alt in rx.split("|"):
