@@ -245,6 +245,32 @@ def query_catalog(warehouse: Warehouse, sql: str) -> list[tuple]:
         con.close()
 
 
+def materialize_mapped(
+    tmp_path: Path, dataset: str, mapping: str, files: Mapping[str, str], day: dt.date,
+) -> tuple[dg.ExecuteInProcessResult, Warehouse]:
+    """Land ``files`` for the mapped ``dataset`` (its mapping's YAML in a mappings folder under ``tmp_path``) and
+    materialize its raw and chunks steps through Dagster, from the definitions a deployment builds (fake embedder)."""
+    from codex_pipeline.defs.definitions import build_definitions
+    from codex_pipeline.settings import CodexSettings
+    from codex_pipeline_tests.fakes import FakeEmbedding
+
+    folder = tmp_path / "mappings"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{dataset}.yaml").write_text(mapping)
+    wh = Warehouse(tmp_path / "data")
+    landing = wh.landing_dir(dataset, day)
+    landing.mkdir(parents=True)
+    for name, text in files.items():
+        (landing / name).write_text(text)
+    defs = build_definitions(CodexSettings(data_dir=wh.root, mapping_folders=(folder,)))
+    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
+              and any(k.path[0] == dataset and k.path[1] in ("raw", "chunks") for k in a.keys)]
+    result = dg.materialize(assets, partition_key=day.isoformat(), instance=dg.DagsterInstance.ephemeral(),
+                            resources={"warehouse": defs.resources["warehouse"], "embedding": FakeEmbedding()},
+                            raise_on_error=False)
+    return result, wh
+
+
 def materialize_dataset(
     warehouse: Warehouse,
     dataset: str,

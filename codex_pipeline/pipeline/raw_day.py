@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from codex_pipeline.core.contract import RAW_SCHEMA
 from codex_pipeline.core.documents import Reject
@@ -122,8 +123,6 @@ def _ingest(spec: DatasetSpec, wh: Warehouse, day: dt.date, landing: Path) -> _I
 
 def _notes(rejects: pa.Table) -> int:
     """Rows of the rejects table that are notes (stage ``note``: a value nulled, its row kept)."""
-    import pyarrow.compute as pc
-
     return int(pc.sum(pc.equal(rejects["stage"], "note")).as_py() or 0) if rejects.num_rows else 0
 
 

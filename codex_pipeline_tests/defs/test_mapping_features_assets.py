@@ -9,11 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from codex_pipeline.defs.definitions import build_definitions
-from codex_pipeline.settings import CodexSettings
-from codex_pipeline.warehouse.storage import Warehouse
-from codex_pipeline_tests.conftest import query_catalog
-from codex_pipeline_tests.fakes import FakeEmbedding
+from codex_pipeline_tests.conftest import materialize_mapped, query_catalog
 
 DAY = dt.date(2026, 11, 24)
 MAPPING = """codex_mapping: 1
@@ -34,20 +30,7 @@ UPDATES = ("Permit,Status,Cost,Updated\nSP-1,closed,150,02/01/2026\nSP-2,closed,
 
 
 def test_updates_filters_and_notes_add_up_through_dagster(tmp_path: Path) -> None:
-    folder = tmp_path / "mappings"
-    folder.mkdir()
-    (folder / "street_permits.yaml").write_text(MAPPING)
-    wh = Warehouse(tmp_path / "data")
-    landing = wh.landing_dir("street_permits", DAY)
-    landing.mkdir(parents=True)
-    (landing / "a_export.csv").write_text(EXPORT)
-    (landing / "b_updates.csv").write_text(UPDATES)
-    defs = build_definitions(CodexSettings(data_dir=wh.root, mapping_folders=(folder,)))
-    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
-              and any(k.path[0] == "street_permits" and k.path[1] in ("raw", "chunks") for k in a.keys)]
-    result = dg.materialize(assets, partition_key=DAY.isoformat(), instance=dg.DagsterInstance.ephemeral(),
-                            resources={"warehouse": defs.resources["warehouse"], "embedding": FakeEmbedding()},
-                            raise_on_error=False)
+    result, wh = materialize_mapped(tmp_path, "street_permits", MAPPING, {"a_export.csv": EXPORT, "b_updates.csv": UPDATES}, DAY)
     assert result.success
     raw = next(e for e in result.get_asset_materialization_events()
                if e.asset_key == dg.AssetKey(["street_permits", "raw"]))

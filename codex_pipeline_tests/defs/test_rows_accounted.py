@@ -12,11 +12,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from codex_pipeline.defs.definitions import build_definitions
-from codex_pipeline.settings import CodexSettings
 from codex_pipeline.warehouse.storage import Warehouse
-from codex_pipeline_tests.conftest import query_catalog
-from codex_pipeline_tests.fakes import FakeEmbedding
+from codex_pipeline_tests.conftest import materialize_mapped, query_catalog
 
 DAY = dt.date(2026, 11, 24)
 MAPPING = """codex_mapping: 1
@@ -32,20 +29,7 @@ ROWS = [f"SP-{i},open,note {i}" for i in range(1, 11)]
 
 
 def _materialize(tmp_path: Path, csv_text: str, mapping: str = MAPPING) -> tuple[dg.ExecuteInProcessResult, Warehouse]:
-    folder = tmp_path / "mappings"
-    folder.mkdir()
-    (folder / "street_permits.yaml").write_text(mapping)
-    wh = Warehouse(tmp_path / "data")
-    landing = wh.landing_dir("street_permits", DAY)
-    landing.mkdir(parents=True)
-    (landing / "permits.csv").write_text(csv_text)
-    defs = build_definitions(CodexSettings(data_dir=wh.root, mapping_folders=(folder,)))
-    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
-              and any(k.path[0] == "street_permits" and k.path[1] in ("raw", "chunks") for k in a.keys)]
-    result = dg.materialize(assets, partition_key=DAY.isoformat(), instance=dg.DagsterInstance.ephemeral(),
-                            resources={"warehouse": defs.resources["warehouse"], "embedding": FakeEmbedding()},
-                            raise_on_error=False)
-    return result, wh
+    return materialize_mapped(tmp_path, "street_permits", mapping, {"permits.csv": csv_text}, DAY)
 
 
 def test_a_stray_quote_rejects_its_row_and_every_other_row_lands(tmp_path: Path) -> None:

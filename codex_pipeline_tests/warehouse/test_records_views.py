@@ -10,22 +10,19 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import dagster as dg
 import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codex_pipeline.datasets.registry import DatasetRegistry
-from codex_pipeline.defs.definitions import build_definitions
 from codex_pipeline.settings import CodexSettings
 from codex_pipeline.sources.mapping.columns import mapping_columns
 from codex_pipeline.sources.mapping.kinds import load_mapped_dataset
 from codex_pipeline.sources.permits import MAPPINGS_DIR
 from codex_pipeline.warehouse.records_view import SQL_TYPES, column_sql
 from codex_pipeline.warehouse.storage import Warehouse
-from codex_pipeline_tests.conftest import query_catalog
-from codex_pipeline_tests.fakes import FakeEmbedding
+from codex_pipeline_tests.conftest import materialize_mapped, query_catalog
 
 DAY = dt.date(2026, 11, 24)
 MAPPING = """codex_mapping: 1
@@ -54,19 +51,7 @@ ROWS = [
 
 
 def _materialize(tmp_path: Path, mapping: str, rows: list[str], day: dt.date = DAY) -> tuple[bool, Warehouse]:
-    folder = tmp_path / "mappings"
-    folder.mkdir(exist_ok=True)
-    (folder / "tree_records.yaml").write_text(mapping)
-    wh = Warehouse(tmp_path / "data")
-    landing = wh.landing_dir("tree_records", day)
-    landing.mkdir(parents=True)
-    (landing / "trees.csv").write_text(HEADER + "\n" + "\n".join(rows) + "\n")
-    defs = build_definitions(CodexSettings(data_dir=wh.root, mapping_folders=(folder,)))
-    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
-              and any(k.path[0] == "tree_records" and k.path[1] in ("raw", "chunks") for k in a.keys)]
-    result = dg.materialize(assets, partition_key=day.isoformat(), instance=dg.DagsterInstance.ephemeral(),
-                            resources={"warehouse": defs.resources["warehouse"], "embedding": FakeEmbedding()},
-                            raise_on_error=False)
+    result, wh = materialize_mapped(tmp_path, "tree_records", mapping, {"trees.csv": HEADER + "\n" + "\n".join(rows) + "\n"}, day)
     return result.success, wh
 
 

@@ -317,14 +317,20 @@ def _point_lines(column: str, pts: list[tuple[float, float]], cells: dict[str, l
     system that places them (:func:`~codex_pipeline.sources.mapping.crs_guess.guess_crs`), else a comment."""
     if all(-180 <= x <= 180 and -90 <= y <= 90 for x, y in pts):
         return [f"coordinates: {{point: {_q(column)}}}  # points as longitude / latitude (WGS 84)"]
-    source = "the --region box"
-    if region is None and (found := _region_column(guesses, cells)) is not None:
-        source, region = f"the area of {found[0]}", found[1]
-    g: CrsGuess = guess_crs(pts, region, source)
+    g = _placement(pts, cells, guesses, region)
     if g.crs is not None:
         return [f"coordinates: {{point: {_q(column)}, crs: {_q(g.crs)}}}  # {g.why}"]
     warnings.append(f"coordinates in {column!r}: {g.why}")
     return [f"# coordinates: {{point: {_q(column)}, crs: \"EPSG:?\"}}  # {g.why}; the column is dropped until then"]
+
+
+def _placement(pts: list[tuple[float, float]], cells: dict[str, list[str]], guesses: list[ColumnGuess],
+               region: Region | None) -> CrsGuess:
+    """The system that places ``pts`` inside ``region``, else inside the area of a state/province column."""
+    source = "the --region box"
+    if region is None and (found := _region_column(guesses, cells)) is not None:
+        source, region = f"the area of {found[0]}", found[1]
+    return guess_crs(pts, region, source)
 
 
 def _coordinates_lines(xy: tuple[ColumnGuess, ColumnGuess], cells: dict[str, list[str]], guesses: list[ColumnGuess],
@@ -337,10 +343,7 @@ def _coordinates_lines(xy: tuple[ColumnGuess, ColumnGuess], cells: dict[str, lis
                         "(the names say otherwise): mapped as x = longitude")
         x, y = y, x
         pts = [(b, a) for a, b in pts]
-    source = "the --region box"
-    if region is None and (found := _region_column(guesses, cells)) is not None:
-        source, region = f"the area of {found[0]}", found[1]
-    g: CrsGuess = guess_crs(pts, region, source)
+    g = _placement(pts, cells, guesses, region)
     if g.crs is not None:
         return [f"coordinates: {{x: {_q(x.column)}, y: {_q(y.column)}, crs: {_q(g.crs)}}}  # {g.why}"]
     warnings.append(f"coordinates {x.column!r}/{y.column!r}: {g.why}")
